@@ -1,0 +1,584 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The GB10 / SM121 rule book.
+
+Every fact about DGX Spark (GB10, SM121) that changes what this collection
+does lives here, once: the setting, the reason, and the source document it
+comes from. Modules, filters, the ``sparkfleet.gb10.rulebook`` lookup (and
+through it role defaults and templates) and ``docs/rules.md`` all read from
+this module, so they cannot disagree.
+
+Where two source documents disagree, the rule carries a ``decision`` that
+says which one wins and why.
+
+Pure Python, no Ansible imports: importable from modules, filters, lookups,
+tools and tests alike.
+"""
+
+from __future__ import annotations
+
+import copy
+
+# Source documents (file names under the project's seed library).
+S000 = "000_845b8fc6b18b9805.txt"  # two-node Qwen3-235B benchmarks, model selection
+S001 = "001_58e9b2e9082b25c9.txt"  # 3x DGX Spark distributed inference research
+S002 = "002_40fa6c16cebd9db4.txt"  # dual-Spark systemd stack (Qwen3.6 NVFP4, Gemma4 FP8)
+S003 = "003_484c5823bb44b94f.txt"  # what SM121 requires from vLLM
+S004 = "004_c6b85e69869f3af9.txt"  # native vLLM installer for GB10 (8 fixes)
+
+SOURCES = (S000, S001, S002, S003, S004)
+
+RULES_BEGIN = "<!-- rules:begin -->"
+RULES_END = "<!-- rules:end -->"
+
+
+class Rule(object):
+    """One behaviour-changing fact: id, settings, reason, sources, decision."""
+
+    __slots__ = ("id", "title", "settings", "reason", "sources", "decision")
+
+    def __init__(self, rule_id, title, settings, reason, sources, decision=None):
+        self.id = rule_id
+        self.title = title
+        self.settings = settings
+        self.reason = reason
+        self.sources = tuple(sources)
+        self.decision = decision
+
+    def as_dict(self):
+        return {
+            "id": self.id,
+            "title": self.title,
+            "settings": copy.deepcopy(self.settings),
+            "reason": self.reason,
+            "sources": list(self.sources),
+            "decision": self.decision,
+        }
+
+    def __repr__(self):
+        return "Rule(%r)" % self.id
+
+
+RULES = (
+    # ------------------------------------------------------------------ GPU
+    Rule(
+        "gb10_identity",
+        "GB10 is SM121, compute capability 12.1, one GPU per machine",
+        {
+            "gb10_compute_capability": "12.1",
+            "gb10_sm": "121",
+            "gpus_per_node": 1,
+        },
+        "SM121 is not datacenter Blackwell (SM100): no TMEM, WGMMA, DSMEM or NVSwitch, and most "
+        "prebuilt kernels are compiled for sm_120/sm_120a only. Each Spark is one GPU, so every "
+        "parallel size is counted in nodes.",
+        (S003, S004, S000),
+    ),
+    Rule(
+        "driver_branch",
+        "NVIDIA driver: stay on branch 580, never 590",
+        {
+            "driver_branch": "580",
+            "driver_forbidden_branches": ["590"],
+            "driver_recommended_version": "580.142",
+        },
+        "Driver 590.x has a confirmed CUDAGraph deadlock on GB10; 580.142 is the known-good "
+        "version for SM121.",
+        (S003, S002),
+        decision="002 runs driver 590 in production; 003 reports the CUDAGraph deadlock on 590 "
+        "and this collection keeps CUDA graphs on (rule no_enforce_eager), so 003 wins: 590 is refused.",
+    ),
+    Rule(
+        "driver_reboot_pending",
+        "Loaded kernel module and user-space driver must be the same version",
+        {"driver_versions_must_match": True},
+        "After a driver package change the running kernel module (/proc/driver/nvidia/version) "
+        "differs from the user-space library nvidia-smi uses until the machine reboots; "
+        "CUDA then fails to initialise. Check before starting anything.",
+        (S003,),
+    ),
+    Rule(
+        "unified_memory",
+        "GPU memory is the unified system memory: size it from /proc/meminfo",
+        {"gpu_memory_source": "meminfo"},
+        "GB10 shares one LPDDR5X pool between CPU and GPU; nvidia-smi reports no separate GPU "
+        "memory ('Not Supported') and CUDA sees roughly MemTotal (about 119-122 GB of 128 GB). "
+        "002 also saw CUDA-visible memory capped near 62 GB with the nvidia modeset=0 kernel "
+        "parameter, which is why its single-node Qwen3.6 ran at 0.55.",
+        (S004, S001, S002),
+    ),
+    # ------------------------------------------------------------- kernels
+    Rule(
+        "attention_backend",
+        "Attention backend TRITON_ATTN, never FlashInfer",
+        {
+            "vllm_attention_backend": "TRITON_ATTN",
+            "vllm_forbidden_attention_backends": ["FLASHINFER"],
+        },
+        "FlashInfer has accuracy bugs with FP8 models on Blackwell and its MoE backends are not "
+        "available on SM121; Gemma4's mixed head sizes (256/512) are not supported by FlashInfer.",
+        (S003, S002, S000),
+    ),
+    Rule(
+        "moe_backend",
+        "MoE kernels: Marlin, never CUTLASS FP4",
+        {
+            "vllm_moe_backend": "marlin",
+            "vllm_forbidden_moe_backends": ["cutlass", "flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cutedsl"],
+        },
+        "CUTLASS FP4 MoE is broken on SM121 and silently produces garbage; Marlin is stable "
+        "and fast for GPTQ-Int4, mxfp4 and NVFP4 weights.",
+        (S003, S000),
+    ),
+    Rule(
+        "flashinfer_moe_fp4_off",
+        "VLLM_USE_FLASHINFER_MOE_FP4=0",
+        {
+            "vllm_use_flashinfer_moe_fp4": "0",
+            "vllm_env_dropped": ["VLLM_FLASHINFER_MOE_BACKEND", "VLLM_USE_V1"],
+        },
+        "Without it MoE routing can take the broken CUTLASS FP4 path.",
+        (S003, S002),
+        decision="002 sets VLLM_FLASHINFER_MOE_BACKEND=latency and VLLM_USE_V1=1; FlashInfer MoE "
+        "is unavailable on SM121 (003) and V1 is the only engine in vLLM 0.19, so neither is emitted.",
+    ),
+    Rule(
+        "marlin_atomic_add",
+        "VLLM_MARLIN_USE_ATOMIC_ADD=1",
+        {"vllm_marlin_use_atomic_add": "1"},
+        "The Marlin kernel has a race condition on SM121 that gives wrong outputs without atomic adds.",
+        (S003,),
+    ),
+    Rule(
+        "no_enforce_eager",
+        "Never --enforce-eager (CUDA graphs stay on)",
+        {"vllm_forbidden_flags": ["--enforce-eager"]},
+        "Disabling CUDA graphs costs about 55% throughput on SM121 (~59 to ~26 tok/s). A startup "
+        "problem it papers over must be fixed instead. A model entry may only turn it on with an "
+        "explicit written reason (allow_enforce_eager_reason).",
+        (S003, S004),
+        decision="004 launches every model with --enforce-eager without a measured reason; 003 "
+        "measured the 55% loss on the same hardware, so 003 wins.",
+    ),
+    Rule(
+        "no_fastsafetensors",
+        "No --load-format fastsafetensors",
+        {"vllm_forbidden_load_formats": ["fastsafetensors"]},
+        "ImportError in the NGC 26.03/26.04 images; the default mmap loader is slower to start "
+        "but identical at runtime.",
+        (S003,),
+    ),
+    Rule(
+        "quantization_loader",
+        "Quantization loader follows the checkpoint format",
+        {
+            "quantization_by_checkpoint_format": {
+                "gptq": "gptq_marlin",
+                "awq": "awq_marlin",
+                "fp8": "fp8",
+                "nvfp4": "compressed-tensors",
+                "mxfp4": "mxfp4",
+                "bf16": None,
+            },
+            "quantization_runtime_from_bf16": ["fp8"],
+            "mxfp4_model_families": ["gpt-oss"],
+        },
+        "The mxfp4 loader only reads gpt-oss pre-quantized checkpoints (3D uint8 expert tensors); "
+        "standard HF checkpoints fail with an IndexError. GPTQ-Int4 loads with gptq_marlin, FP8 "
+        "with fp8, NVFP4 (compressed-tensors format) with compressed-tensors; a BF16 checkpoint may "
+        "be quantized to FP8 at load time (Gemma4). There is no online BF16 to mxfp4 path. AWQ "
+        "INT4 runs through Marlin as well.",
+        (S003, S002, S000, S001),
+    ),
+    Rule(
+        "kv_cache_dtype",
+        "KV cache in FP8; no NVFP4 KV cache",
+        {
+            "kv_cache_dtype_default": "fp8",
+            "kv_cache_dtype_allowed": ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"],
+        },
+        "Every configuration that ran on GB10 used an FP8 KV cache; NVFP4 KV cache is not "
+        "supported on SM12x.",
+        (S000, S002, S001),
+    ),
+    Rule(
+        "reasoning_max_tokens",
+        "max_tokens >= 512 for reasoning models",
+        {"reasoning_min_max_tokens": 512, "reasoning_tool_min_max_tokens": 1024},
+        "Chain-of-thought tokens are spent from max_tokens first; below 512 a reasoning model "
+        "returns content: null. Use 1024 or more for tool calling.",
+        (S003,),
+    ),
+    Rule(
+        "mamba_prefix_caching",
+        "Prefix caching on Mamba/hybrid models needs max-num-batched-tokens >= 2128",
+        {"mamba_align_block_size": 2128, "mamba_max_num_batched_tokens": 8192},
+        "With prefix caching vLLM puts Mamba layers in cache-align mode with block_size 2128, "
+        "above the default max_num_batched_tokens of 2048, and the engine asserts at start. "
+        "8192 is what ran.",
+        (S002,),
+    ),
+    Rule(
+        "speculative_mtp",
+        "Speculative decoding uses method mtp, never draft_model",
+        {"speculative_method": "mtp", "speculative_forbidden_methods": ["draft_model"]},
+        "draft_model runs a full model as drafter; mtp uses the light MTP head (or a matched "
+        "drafter model such as Gemma4's -assistant): +40% generation throughput.",
+        (S002,),
+    ),
+    Rule(
+        "gpu_memory_utilization",
+        "gpu-memory-utilization: never above 0.90, 0.85-0.87 is safe",
+        {
+            "gpu_memory_utilization_ceiling": 0.90,
+            "gpu_memory_utilization_safe_min": 0.85,
+            "gpu_memory_utilization_safe_max": 0.87,
+        },
+        "The page cache competes with CUDA for the unified pool; too high gives OOM or Xid 43 "
+        "channel preemption under load.",
+        (S003, S000),
+    ),
+    Rule(
+        "long_context_multinode_utilization",
+        "0.82 for long-context (131K) multi-node serving",
+        {"gpu_memory_utilization_long_context": 0.82, "long_context_threshold_tokens": 131072},
+        "At 131K context with large KV caches the two-node cluster needed 0.82 to stop Xid 43 errors.",
+        (S003,),
+    ),
+    Rule(
+        "drop_page_cache",
+        "Drop the page cache before vLLM starts",
+        {"drop_caches_command": "sync; echo 3 > /proc/sys/vm/drop_caches"},
+        "A fragmented page cache on the unified pool makes model load OOM.",
+        (S003, S002),
+    ),
+    Rule(
+        "privileged_exec_start_pre",
+        "Page-cache drop runs as root in ExecStartPre",
+        {"exec_start_pre_privileged_prefix": "+"},
+        "The service runs unprivileged but writing drop_caches needs root; without privilege the "
+        "step fails silently and the model OOMs at load.",
+        (S002,),
+        decision="002 uses PermissionsStartOnly=true, which systemd deprecates; the '+' prefix on "
+        "the ExecStartPre line gives that one command full privileges with the same effect.",
+    ),
+    Rule(
+        "vllm_start_timeout",
+        "Allow 30 minutes for vLLM to start",
+        {"vllm_start_timeout_sec": 1800},
+        "Loading 39 shards took about 13 minutes and a two-node start to first inference about "
+        "15 minutes (Ray init, weight load, compile); 002's 900 s TimeoutStartSec has no margin.",
+        (S004, S000, S002),
+    ),
+    Rule(
+        "prefix_cache_metrics",
+        "Prefix-cache hit rate from the raw counters",
+        {"prefix_cache_hit_metrics": ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"]},
+        "vLLM 0.19 has no gpu_prefix_cache_hit_rate gauge; hit rate = hits / queries.",
+        (S003,),
+    ),
+    # ------------------------------------------------------------ containers
+    Rule(
+        "host_networking",
+        "Containers use host networking",
+        {
+            "container_network_mode": "host",
+            "container_run_flags": ["--gpus", "all", "--ipc=host", "--ulimit", "memlock=-1",
+                                    "--ulimit", "stack=67108864"],
+        },
+        "Bridge networking blocks NCCL rendezvous; shared IPC and unlimited memlock are what ran.",
+        (S003, S002),
+    ),
+    Rule(
+        "triton_ptxas",
+        "Point Triton at the CUDA ptxas",
+        {
+            "triton_ptxas_source": "/usr/local/cuda/bin/ptxas",
+            "triton_ptxas_link": "triton/backends/nvidia/bin/ptxas",
+            "triton_ptxas_env": {"TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"},
+        },
+        "Triton looks for ptxas under its own backends/nvidia/bin, which the install lacks; JIT "
+        "compilation fails at the first request. Link it (path relative to site-packages) and "
+        "set TRITON_PTXAS_PATH.",
+        (S003,),
+    ),
+    # --------------------------------------------------------------- versions
+    Rule(
+        "version_pins",
+        "Identical vLLM/Triton/Transformers/Python on every node",
+        {
+            "vllm_version": "0.19.0",
+            "triton_version": "3.6.0",
+            "transformers_version": "4.57.6",
+            "python_version": "3.12",
+            "python_dev_package": "python3.12-dev",
+        },
+        "Ray workers load models in their own environment: a missing or different package gives "
+        "import errors or wrong architectures on the worker.",
+        (S004, S003, S000),
+        decision="004 pins vllm 0.18.1 with triton 3.6.0 and transformers 4.57.6; 003 and 000 ran "
+        "and measured every SM121 rule here (TRITON_ATTN, --moe-backend marlin) on vLLM 0.19.0. "
+        "vLLM 0.19.0 requires torch 2.10.0 (whose Triton is 3.6.0) and transformers >=4.56,<5, so "
+        "004's Triton and Transformers pins stay and vLLM moves to 0.19.0.",
+    ),
+    Rule(
+        "cutlass_fp8_patch",
+        "Patch vLLM's CUTLASS FP8 detection off (functions and module constants)",
+        {
+            "cutlass_fp8_patch": {
+                "file": "vllm/model_executor/layers/quantization/utils/w8a8_utils.py",
+                "functions": ["cutlass_fp8_supported", "cutlass_block_fp8_supported"],
+                "constants": ["CUTLASS_FP8_SUPPORTED", "CUTLASS_BLOCK_FP8_SUPPORTED"],
+                "value": False,
+            },
+        },
+        "vLLM's prebuilt CUTLASS FP8 kernels cover sm_120/sm_120a, not sm_121: cutlass_scaled_mm "
+        "raises 'Error Internal'. Returning False falls back to Triton FP8 kernels that JIT for "
+        "sm_121. Callers use both the functions and the module constants, so patch both.",
+        (S004,),
+    ),
+    Rule(
+        "nccl_sm121",
+        "NCCL v2.28.9 built for sm_121, loaded first",
+        {
+            "nccl_version": "2.28.9",
+            "nccl_git_tag": "v2.28.9-1",
+            "nccl_git_url": "https://github.com/NVIDIA/nccl.git",
+            "nccl_nvcc_gencode": "-gencode=arch=compute_121,code=sm_121",
+            "nccl_required_sass": "sm_121",
+            "nccl_load_first": True,
+        },
+        "Prebuilt NCCL (pip 2.28.9, deb 2.29.3) has no sm_121 kernels: collectives fail with "
+        "truncated messages. Build from source for sm_121 and put it first in LD_LIBRARY_PATH on "
+        "every node.",
+        (S004,),
+    ),
+    # ----------------------------------------------------------------- fabric
+    Rule(
+        "fabric_mtu",
+        "MTU 9000 on the QSFP interfaces, proven with an 8972-byte DF ping",
+        {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
+        "MTU 1500 fragments 200GbE transfers; 8972 = 9000 - 20 (IPv4) - 8 (ICMP) with "
+        "don't-fragment proves the path end to end.",
+        (S004,),
+    ),
+    Rule(
+        "qsfp_both_halves",
+        "Use both halves of the QSFP port",
+        {
+            "qsfp_netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
+            "roce_device_pattern": r"^roceP?\d*p\d+s0f[01]$",
+            "qsfp_halves_per_port": 2,
+        },
+        "The ConnectX-7 hangs off two PCIe Gen5 x4 links; each QSFP port shows up as two "
+        "netdevs/RoCE devices (enp1s0f1np1/rocep1s0f1 and enP2p1s0f1np1/roceP2p1s0f1). Only "
+        "both halves together reach ~200 Gb/s.",
+        (S001, S003),
+    ),
+    Rule(
+        "nccl_ib_hca",
+        "Pin NCCL_IB_HCA to the active RoCE devices of the cabled port",
+        {"nccl_pin_ib_hca": True},
+        "Without pinning, NCCL on SM121 can deadlock silently.",
+        (S003,),
+    ),
+    Rule(
+        "nccl_ib_transport",
+        "NCCL over RoCE v2",
+        {
+            "nccl_ib_disable": "0",
+            "nccl_net_plugin": "none",
+            "nccl_ib_roce_version_num": "2",
+            "nccl_ib_timeout": "22",
+        },
+        "IB verbs transport over RoCE v2 reaches ~24 GB/s; NCCL_NET_PLUGIN=none stops an "
+        "external plugin from falling back to TCP.",
+        (S003, S001),
+        decision="004 sets NCCL_IB_DISABLE=1 (socket transport); 001 measured sockets at ~2 GB/s "
+        "against ~24 GB/s for RoCE and 003 runs NCCL_IB_DISABLE=0, so RoCE wins.",
+    ),
+    Rule(
+        "nccl_gid_index",
+        "NCCL_IB_GID_INDEX computed from the GID table (RoCE v2 + IPv4)",
+        {"nccl_gid_type": "RoCE v2", "nccl_gid_family": "ipv4"},
+        "003 used index 3 and says to verify it on the hardware: the index is read from "
+        "/sys/class/infiniband/<dev>/ports/1/gid_attrs, never guessed.",
+        (S003,),
+    ),
+    Rule(
+        "nccl_conf_ib_disable",
+        "Remove NCCL_IB_DISABLE=1 from /etc/nccl.conf",
+        {"nccl_conf_path": "/etc/nccl.conf", "nccl_conf_forbidden": ["NCCL_IB_DISABLE=1"]},
+        "DGX OS ships /etc/nccl.conf with NCCL_IB_DISABLE=1, which forces socket transport "
+        "(~2 GB/s) whatever the environment says in processes that do not override it.",
+        (S001, S004),
+        decision="004 keeps and even exports NCCL_IB_DISABLE=1; see nccl_ib_transport.",
+    ),
+    Rule(
+        "gpudirect_rdma",
+        "No GPUDirect RDMA on GB10",
+        {"gpudirect_rdma_supported": False, "nccl_net_gdr_level": "LOC"},
+        "There is no discrete GPU memory behind a PCIe BAR, so nvidia-peermem cannot load; RDMA "
+        "goes through host-allocated buffers (~22 GB/s over C2C). LOC tells NCCL never to try "
+        "GPUDirect.",
+        (S001, S004),
+        decision="004 sets NCCL_NET_GDR_LEVEL=SYS, which asks NCCL to attempt GPUDirect on every "
+        "path; 001 shows it is architecturally impossible, so LOC states the truth.",
+    ),
+    Rule(
+        "nccl_p2p",
+        "NCCL_P2P_DISABLE=1",
+        {"nccl_p2p_disable": "1"},
+        "One GPU per machine: there is no peer GPU in the box to talk to.",
+        (S004,),
+    ),
+    Rule(
+        "fabric_interface_env",
+        "NCCL, UCX and Gloo sockets on the fabric interface",
+        {"fabric_ifname_env_vars": ["NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME"]},
+        "Otherwise NCCL bootstrap, UCX and Ray's Gloo rendezvous pick whatever the routing table "
+        "prefers (the LAN) and time out or crawl. The name is the cabled half (004 used "
+        "enp1s0f0np0, 003 enp1s0f1np1), so it comes from inventory and facts.",
+        (S003, S004, S001),
+    ),
+    Rule(
+        "vllm_host_ip",
+        "VLLM_HOST_IP and Ray's node IP are the node's own fabric address",
+        {"vllm_host_ip_source": "fabric_address"},
+        "With LAN and QSFP addresses vLLM's get_ip() and Ray disagree: 'Expected 2 unique IPs but got 3'.",
+        (S004,),
+    ),
+    Rule(
+        "ray_memory_monitor",
+        "Ray memory monitor off",
+        {"ray_memory_monitor_refresh_ms": 0, "ray_memory_usage_threshold": 1.0},
+        "On unified memory Ray counts GPU-resident weights as host memory and kills healthy "
+        "workers after load (115.65GB / 121.69GB > 0.95). refresh 0 disables the monitor; "
+        "threshold 1.0 disables the OOM killer if it is ever re-enabled.",
+        (S003, S004),
+    ),
+    Rule(
+        "parallelism_across_nodes",
+        "Tensor parallel across two nodes, pipeline parallel beyond",
+        {"tensor_parallel_max_nodes": 2},
+        "Two Sparks over one direct cable ran TP=2 (Qwen3-235B, Qwen3.5-122B). Over 200GbE "
+        "pipeline parallel is the recommended split between nodes: with three or more nodes use "
+        "--pipeline-parallel-size N --tensor-parallel-size 1.",
+        (S001, S000, S004),
+    ),
+    Rule(
+        "nccl_bandwidth_floor",
+        "NCCL bus bandwidth must prove RoCE (verify floor 15 GB/s)",
+        {
+            "nccl_bus_bandwidth_floor_gbps": 15.0,
+            "nccl_bus_bandwidth_roce_gbps": 24.0,
+            "nccl_bus_bandwidth_socket_gbps": 2.0,
+        },
+        "RoCE all_reduce reaches ~24 GB/s (~22 GB/s through host buffers), socket fallback ~2 GB/s; "
+        "a floor of 15 GB/s cannot be met by sockets and leaves margin under RoCE.",
+        (S001,),
+    ),
+)
+
+
+def _index():
+    by_id = {}
+    settings = {}
+    owner = {}
+    for item in RULES:
+        if item.id in by_id:
+            raise ValueError("duplicate rule id %s" % item.id)
+        by_id[item.id] = item
+        for key, value in item.settings.items():
+            if key in settings:
+                raise ValueError("setting %s defined by %s and %s" % (key, owner[key], item.id))
+            settings[key] = value
+            owner[key] = item.id
+    return by_id, settings, owner
+
+
+RULES_BY_ID, SETTINGS, SETTING_OWNER = _index()
+
+
+def rule(rule_id):
+    """Return the Rule with that id (KeyError when unknown)."""
+    return RULES_BY_ID[rule_id]
+
+
+def setting(key):
+    """Return a deep copy of one setting; KeyError naming the known keys when unknown."""
+    if key not in SETTINGS:
+        raise KeyError("unknown rule book setting '%s'; known settings: %s" % (key, ", ".join(sorted(SETTINGS))))
+    return copy.deepcopy(SETTINGS[key])
+
+
+def settings():
+    """Return a deep copy of the flat {setting: value} map."""
+    return copy.deepcopy(SETTINGS)
+
+
+def kernel_env():
+    """Environment every vLLM process on GB10 gets from the kernel rules."""
+    env = {
+        "VLLM_USE_FLASHINFER_MOE_FP4": SETTINGS["vllm_use_flashinfer_moe_fp4"],
+        "VLLM_MARLIN_USE_ATOMIC_ADD": SETTINGS["vllm_marlin_use_atomic_add"],
+    }
+    env.update(SETTINGS["triton_ptxas_env"])
+    return env
+
+
+def driver_branch_of(version):
+    """'580.142' -> '580'; None for anything unparsable."""
+    if not version:
+        return None
+    head = str(version).strip().split(".", 1)[0]
+    return head if head.isdigit() else None
+
+
+def _fmt_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join("%s: %s" % (k, _fmt_value(v)) for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown():
+    """Render the rule table as Markdown (the block between the rules markers)."""
+    lines = [
+        "| Rule | Settings | Why | Source | Decision |",
+        "|---|---|---|---|---|",
+    ]
+    for item in RULES:
+        sets = "<br>".join(
+            "`%s` = `%s`" % (key, _cell(_fmt_value(value)).replace("`", "'"))
+            for key, value in item.settings.items()
+        )
+        lines.append("| **%s**: %s | %s | %s | %s | %s |" % (
+            item.id,
+            _cell(item.title),
+            sets,
+            _cell(item.reason),
+            "<br>".join("`%s`" % s for s in item.sources),
+            _cell(item.decision or ""),
+        ))
+    return "\n".join(lines) + "\n"
+
+
+def replace_block(text, table=None):
+    """Return ``text`` with the block between the rules markers replaced by the table."""
+    table = render_markdown() if table is None else table
+    start = text.find(RULES_BEGIN)
+    end = text.find(RULES_END)
+    if start < 0 or end < 0 or end < start:
+        raise ValueError("markers %s ... %s not found (in that order)" % (RULES_BEGIN, RULES_END))
+    return text[:start + len(RULES_BEGIN)] + "\n" + table + text[end:]

@@ -1,0 +1,17 @@
+# -*- coding: utf-8 -*-
+"""Make ``ansible_collections.sparkfleet.gb10`` importable from the checkout.
+
+collections/ansible_collections/sparkfleet/gb10 is a symlink to the top of the
+repository, so putting ``collections`` first on sys.path resolves the
+collection's own code and tests see exactly what Ansible runs.
+"""
+
+import os
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+COLLECTIONS = os.path.join(REPO, "collections")
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "gb10")
+
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)

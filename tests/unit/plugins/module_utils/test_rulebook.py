@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+SEEDS = "/work/shared/seeds"
+
+# One assertion per rule: the value the seeds dictate. Removing a rule (or
+# changing its value) fails here; test_every_rule_is_checked makes sure a new
+# rule cannot be added without an entry.
+EXPECTED = {
+    "gb10_identity": {"gb10_compute_capability": "12.1", "gb10_sm": "121", "gpus_per_node": 1},
+    "driver_branch": {"driver_branch": "580", "driver_forbidden_branches": ["590"],
+                      "driver_recommended_version": "580.142"},
+    "driver_reboot_pending": {"driver_versions_must_match": True},
+    "unified_memory": {"gpu_memory_source": "meminfo"},
+    "attention_backend": {"vllm_attention_backend": "TRITON_ATTN"},
+    "moe_backend": {"vllm_moe_backend": "marlin"},
+    "flashinfer_moe_fp4_off": {"vllm_use_flashinfer_moe_fp4": "0"},
+    "marlin_atomic_add": {"vllm_marlin_use_atomic_add": "1"},
+    "no_enforce_eager": {"vllm_forbidden_flags": ["--enforce-eager"]},
+    "no_fastsafetensors": {"vllm_forbidden_load_formats": ["fastsafetensors"]},
+    "quantization_loader": {"mxfp4_model_families": ["gpt-oss"]},
+    "kv_cache_dtype": {"kv_cache_dtype_default": "fp8"},
+    "reasoning_max_tokens": {"reasoning_min_max_tokens": 512},
+    "mamba_prefix_caching": {"mamba_align_block_size": 2128, "mamba_max_num_batched_tokens": 8192},
+    "speculative_mtp": {"speculative_method": "mtp", "speculative_forbidden_methods": ["draft_model"]},
+    "gpu_memory_utilization": {"gpu_memory_utilization_ceiling": 0.90, "gpu_memory_utilization_safe_min": 0.85,
+                               "gpu_memory_utilization_safe_max": 0.87},
+    "long_context_multinode_utilization": {"gpu_memory_utilization_long_context": 0.82,
+                                           "long_context_threshold_tokens": 131072},
+    "drop_page_cache": {"drop_caches_command": "sync; echo 3 > /proc/sys/vm/drop_caches"},
+    "privileged_exec_start_pre": {"exec_start_pre_privileged_prefix": "+"},
+    "vllm_start_timeout": {},
+    "prefix_cache_metrics": {"prefix_cache_hit_metrics": ["vllm:prefix_cache_hits_total",
+                                                          "vllm:prefix_cache_queries_total"]},
+    "host_networking": {"container_network_mode": "host"},
+    "triton_ptxas": {"triton_ptxas_source": "/usr/local/cuda/bin/ptxas",
+                     "triton_ptxas_link": "triton/backends/nvidia/bin/ptxas"},
+    "version_pins": {"vllm_version": "0.19.0", "triton_version": "3.6.0", "transformers_version": "4.57.6",
+                     "python_version": "3.12"},
+    "cutlass_fp8_patch": {},
+    "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
+    "fabric_mtu": {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
+    "qsfp_both_halves": {"qsfp_halves_per_port": 2},
+    "nccl_ib_hca": {"nccl_pin_ib_hca": True},
+    "nccl_ib_transport": {"nccl_ib_disable": "0", "nccl_net_plugin": "none", "nccl_ib_roce_version_num": "2",
+                          "nccl_ib_timeout": "22"},
+    "nccl_gid_index": {"nccl_gid_type": "RoCE v2", "nccl_gid_family": "ipv4"},
+    "nccl_conf_ib_disable": {"nccl_conf_forbidden": ["NCCL_IB_DISABLE=1"]},
+    "gpudirect_rdma": {"gpudirect_rdma_supported": False, "nccl_net_gdr_level": "LOC"},
+    "nccl_p2p": {"nccl_p2p_disable": "1"},
+    "fabric_interface_env": {"fabric_ifname_env_vars": ["NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES",
+                                                        "GLOO_SOCKET_IFNAME"]},
+    "vllm_host_ip": {"vllm_host_ip_source": "fabric_address"},
+    "ray_memory_monitor": {"ray_memory_monitor_refresh_ms": 0, "ray_memory_usage_threshold": 1.0},
+    "parallelism_across_nodes": {"tensor_parallel_max_nodes": 2},
+    "nccl_bandwidth_floor": {},
+}
+
+
+def test_every_rule_is_checked():
+    assert sorted(EXPECTED) == sorted(rulebook.RULES_BY_ID)
+
+
+@pytest.mark.parametrize("rule_id", sorted(EXPECTED))
+def test_rule_values(rule_id):
+    item = rulebook.rule(rule_id)
+    for key, value in EXPECTED[rule_id].items():
+        assert item.settings[key] == value, key
+
+
+@pytest.mark.parametrize("rule_id", sorted(EXPECTED))
+def test_rule_is_complete(rule_id):
+    item = rulebook.rule(rule_id)
+    assert item.settings and item.reason and item.title
+    assert item.sources and set(item.sources) <= set(rulebook.SOURCES)
+
+
+def test_sources_exist():
+    if not os.path.isdir(SEEDS):
+        pytest.skip("seed library not present")
+    for name in rulebook.SOURCES:
+        assert os.path.isfile(os.path.join(SEEDS, name)), name
+
+
+@pytest.mark.parametrize("rule_id", ["driver_branch", "no_enforce_eager", "version_pins", "nccl_ib_transport",
+                                     "nccl_conf_ib_disable", "gpudirect_rdma", "flashinfer_moe_fp4_off",
+                                     "privileged_exec_start_pre"])
+def test_disagreements_are_decided(rule_id):
+    assert rulebook.rule(rule_id).decision
+
+
+def test_start_timeout_covers_load_and_compile():
+    # 13 minutes of weight loading plus compile (004), ~15 min to first token on two nodes (000)
+    assert rulebook.setting("vllm_start_timeout_sec") >= 15 * 60
+
+
+def test_cutlass_patch_names_both_functions_and_constants():
+    patch = rulebook.setting("cutlass_fp8_patch")
+    assert patch["file"] == "vllm/model_executor/layers/quantization/utils/w8a8_utils.py"
+    assert patch["functions"] == ["cutlass_fp8_supported", "cutlass_block_fp8_supported"]
+    assert patch["constants"] == ["CUTLASS_FP8_SUPPORTED", "CUTLASS_BLOCK_FP8_SUPPORTED"]
+
+
+def test_bandwidth_floor_separates_roce_from_sockets():
+    floor = rulebook.setting("nccl_bus_bandwidth_floor_gbps")
+    assert rulebook.setting("nccl_bus_bandwidth_socket_gbps") < floor < rulebook.setting("nccl_bus_bandwidth_roce_gbps")
+
+
+def test_quantization_map():
+    qmap = rulebook.setting("quantization_by_checkpoint_format")
+    assert qmap["gptq"] == "gptq_marlin"
+    assert qmap["fp8"] == "fp8"
+    assert qmap["nvfp4"] == "compressed-tensors"
+    assert qmap["mxfp4"] == "mxfp4"
+
+
+def test_kernel_env():
+    env = rulebook.kernel_env()
+    assert env["VLLM_USE_FLASHINFER_MOE_FP4"] == "0"
+    assert env["VLLM_MARLIN_USE_ATOMIC_ADD"] == "1"
+    assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
+
+
+def test_setting_unknown_names_known_keys():
+    with pytest.raises(KeyError) as err:
+        rulebook.setting("no_such_key")
+    assert "no_such_key" in str(err.value) and "driver_branch" in str(err.value)
+
+
+def test_setting_returns_copies():
+    rulebook.setting("driver_forbidden_branches").append("999")
+    assert rulebook.setting("driver_forbidden_branches") == ["590"]
+
+
+@pytest.mark.parametrize("version,branch", [("580.142", "580"), ("590.44.01", "590"), ("", None), (None, None),
+                                            ("N/A", None)])
+def test_driver_branch_of(version, branch):
+    assert rulebook.driver_branch_of(version) == branch
+
+
+def test_render_has_every_rule():
+    table = rulebook.render_markdown()
+    for rule_id in rulebook.RULES_BY_ID:
+        assert "**%s**" % rule_id in table
+
+
+def test_replace_block_needs_markers():
+    with pytest.raises(ValueError):
+        rulebook.replace_block("no markers here")
+    out = rulebook.replace_block("a\n%s\nold\n%s\nb\n" % (rulebook.RULES_BEGIN, rulebook.RULES_END), "T\n")
+    assert out == "a\n%s\nT\n%s\nb\n" % (rulebook.RULES_BEGIN, rulebook.RULES_END)
+
+
+def test_docs_rules_md_matches_code():
+    with open(os.path.join(REPO, "docs", "rules.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    assert rulebook.replace_block(text) == text, "docs/rules.md drifted: run tools/render_rules.py docs/rules.md"
+
+
+def test_render_rules_cli_check(tmp_path):
+    tool = os.path.join(REPO, "tools", "render_rules.py")
+    doc = tmp_path / "x.md"
+    doc.write_text("# x\n%s\nstale\n%s\n" % (rulebook.RULES_BEGIN, rulebook.RULES_END))
+    assert subprocess.call([sys.executable, tool, "--check", str(doc)], stderr=subprocess.DEVNULL) == 1
+    assert subprocess.call([sys.executable, tool, str(doc)], stdout=subprocess.DEVNULL) == 0
+    assert subprocess.call([sys.executable, tool, "--check", str(doc)]) == 0
+    assert subprocess.call([sys.executable, tool, "--check", os.path.join(REPO, "docs", "rules.md")]) == 0
