@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts as m
+
+FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gb10"))
+VARIANTS = sorted(d for d in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, d)))
+REPO = os.path.abspath(os.path.join(FIXTURES, "..", "..", ".."))
+
+
+def run(argv):
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env={"PATH": os.environ["PATH"], "LC_ALL": "C"})
+    except OSError as exc:
+        return 127, "", str(exc)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def which(name):
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) else None
+    return shutil.which(name)
+
+
+def params_for(root, **over):
+    params = {
+        "sysfs_net": os.path.join(root, "sys/class/net"),
+        "sysfs_infiniband": os.path.join(root, "sys/class/infiniband"),
+        "proc_driver_version": os.path.join(root, "proc/driver/nvidia/version"),
+        "meminfo": os.path.join(root, "proc/meminfo"),
+        "nccl_conf": os.path.join(root, "etc/nccl.conf"),
+        "nvidia_smi": os.path.join(root, "bin/nvidia-smi"),
+        "cuobjdump": os.path.join(root, "bin/cuobjdump"),
+        "ip_command": os.path.join(root, "bin/ip"),
+        "nccl_library_paths": [os.path.join(root, "lib/nccl")],
+        "netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
+    }
+    params.update(over)
+    return params
+
+
+def facts_of(variant, **over):
+    return m.gather(params_for(os.path.join(FIXTURES, variant), **over), run, which)
+
+
+# ---------------------------------------------------------------- parsers
+
+def test_parse_proc_version():
+    text = ("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.142  Release Build  (dvs)  Thu\n"
+            "GCC version:  gcc version 13.3.0\n")
+    assert m.parse_proc_version(text) == "580.142"
+    assert m.parse_proc_version("garbage") is None
+    assert m.parse_proc_version(None) is None
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("NVIDIA GB10, 12.1, 580.142\n", {"name": "NVIDIA GB10", "compute_cap": "12.1", "driver_version": "580.142"}),
+    ("NVIDIA GB10, [N/A], 580.142\n", {"name": "NVIDIA GB10", "compute_cap": None, "driver_version": "580.142"}),
+    ("", None),
+    ("only, two\n", None),
+])
+def test_parse_smi_query(text, expected):
+    assert m.parse_smi_query(text) == expected
+
+
+def test_parse_nvml_mismatch():
+    text = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.142\n"
+    assert m.parse_nvml_mismatch(text) == "580.142"
+    assert m.parse_nvml_mismatch("") is None
+
+
+def test_parse_meminfo_bytes():
+    info = m.parse_meminfo("MemTotal:       127601212 kB\nMemAvailable:   1 kB\nHugePages_Total:       0\n")
+    assert info["MemTotal"] == 127601212 * 1024
+    assert info["MemAvailable"] == 1024
+    assert info["HugePages_Total"] == 0
+
+
+def test_parse_nccl_conf():
+    settings, lines = m.parse_nccl_conf("# comment\nNCCL_IB_DISABLE=1  # trailing\n\n NCCL_DEBUG = WARN\n")
+    assert settings == {"NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "WARN"}
+    assert lines[1] == "NCCL_IB_DISABLE=1  # trailing"
+    assert m.parse_nccl_conf(None) == ({}, [])
+
+
+def test_parse_ip_json():
+    data = [{"ifname": "enp1s0f1np1", "addr_info": [
+        {"family": "inet", "local": "192.168.100.10", "prefixlen": 24},
+        {"family": "inet6", "local": "fe80::1", "prefixlen": 64}]},
+        {"ifname": "lo", "addr_info": []}]
+    assert m.parse_ip_json(json.dumps(data)) == {"enp1s0f1np1": ["192.168.100.10/24"], "lo": []}
+    assert m.parse_ip_json("not json") is None
+    assert m.parse_ip_json("{}") is None
+
+
+@pytest.mark.parametrize("gid,ipv4", [
+    ("0000:0000:0000:0000:0000:ffff:c0a8:640a", "192.168.100.10"),
+    ("0:0:0:0:0:ffff:c0a8:650a", "192.168.101.10"),
+    ("fe80:0000:0000:0000:4ebb:47ff:fe2c:0111", None),
+    ("0000:0000:0000:0000:0000:0000:0000:0000", None),
+    ("", None),
+    (None, None),
+])
+def test_gid_ipv4(gid, ipv4):
+    assert m.gid_ipv4(gid) == ipv4
+
+
+def test_parse_list_elf_sorts_numerically():
+    text = "ELF file 1: x.sm_90.cubin\nELF file 2: x.sm_121.cubin\nELF file 3: x.sm_100a.cubin\nELF file 4: x.sm_90.cubin\n"
+    assert m.parse_list_elf(text) == ["sm_90", "sm_100a", "sm_121"]
+
+
+def test_state_name():
+    assert m.state_name("4: ACTIVE") == "ACTIVE"
+    assert m.state_name("ACTIVE\n") == "ACTIVE"
+    assert m.state_name(None) is None
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_gathers_without_error(variant):
+    facts = facts_of(variant)
+    json.dumps(facts)  # what the module returns must serialise
+    assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
+                          "nccl_libraries", "missing"}
+    assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
+    assert facts["memory"]["unified"] is True
+    assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
+
+
+def test_nominal():
+    facts = facts_of("nominal")
+    assert facts["missing"] == []
+    assert facts["gpu"] == {"name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": True}
+    assert facts["driver"]["nvidia_smi_version"] == facts["driver"]["kernel_module_version"] == "580.142"
+    assert facts["driver"]["branch"] == "580"
+    assert facts["driver"]["reboot_pending"] is False
+    assert facts["driver"]["forbidden_branch"] is False
+    assert facts["cuda_version"] == "13.0"
+    assert facts["memory"]["nvidia_smi_memory"] == "Not Supported"
+    assert facts["netdevs"]["enp1s0f1np1"] == {"operstate": "up", "mtu": 9000, "speed_mbps": 200000,
+                                               "mac": "4c:bb:47:2c:01:11", "ipv4": ["192.168.100.10/24"]}
+    assert facts["netdevs"]["enp1s0f0np0"]["speed_mbps"] is None
+    # both halves of the port, each mapped to its netdev
+    assert dict((d, v["netdev"]) for d, v in facts["roce"].items()) == {
+        "rocep1s0f0": "enp1s0f0np0", "rocep1s0f1": "enp1s0f1np1",
+        "roceP2p1s0f0": "enP2p1s0f0np0", "roceP2p1s0f1": "enP2p1s0f1np1"}
+    port = facts["roce"]["rocep1s0f1"]["ports"]["1"]
+    assert port["state"] == "ACTIVE" and port["active"] and port["link_layer"] == "Ethernet"
+    assert {"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:c0a8:640a", "type": "RoCE v2",
+            "ndev": "enp1s0f1np1", "ipv4": "192.168.100.10"} in port["gids"]
+    assert len(port["gids"]) == 4  # the all-zero slot is skipped
+    assert facts["roce"]["rocep1s0f0"]["ports"]["1"]["active"] is False
+    assert "NCCL_IB_DISABLE" not in facts["nccl_conf"]["settings"]
+    lib = facts["nccl_libraries"][0]
+    assert lib["version"] == "2.28.9" and lib["sass_archs"] == ["sm_121"] and lib["has_sm121"] is True
+
+
+def test_link_down_half():
+    roce = facts_of("link_down_half")["roce"]
+    assert roce["roceP2p1s0f1"]["ports"]["1"]["active"] is False
+    assert roce["rocep1s0f1"]["ports"]["1"]["active"] is True
+
+
+def test_no_roce():
+    facts = facts_of("no_roce")
+    assert facts["roce"] is None
+    assert any(x.startswith("roce:") for x in facts["missing"])
+
+
+def test_no_rocev2_ipv4_gid():
+    gids = facts_of("no_rocev2_ipv4_gid")["roce"]["rocep1s0f1"]["ports"]["1"]["gids"]
+    assert not [g for g in gids if g["type"] == "RoCE v2" and g["ipv4"]]
+
+
+def test_mtu_1500():
+    assert facts_of("mtu_1500")["netdevs"]["enp1s0f1np1"]["mtu"] == 1500
+
+
+def test_driver_590():
+    driver = facts_of("driver_590")["driver"]
+    assert driver["branch"] == "590" and driver["forbidden_branch"] is True and driver["reboot_pending"] is False
+
+
+def test_reboot_pending():
+    facts = facts_of("reboot_pending")
+    driver = facts["driver"]
+    assert driver["nvidia_smi_version"] == "580.142"
+    assert driver["kernel_module_version"] == "580.95.05"
+    assert driver["reboot_pending"] is True
+    assert "version mismatch" in driver["nvidia_smi_error"]
+    assert facts["gpu"] is None and facts["cuda_version"] is None
+    assert any(x.startswith("gpu:") for x in facts["missing"])
+
+
+def test_nccl_ib_disabled():
+    facts = facts_of("nccl_ib_disabled")
+    assert facts["nccl_conf"]["settings"] == {"NCCL_IB_DISABLE": "1"}
+    lib = facts["nccl_libraries"][0]
+    assert lib["has_sm121"] is False and "sm_121" in lib["reason"] and "sm_120" in lib["sass_archs"]
+
+
+def test_everything_missing_gives_nulls_and_reasons(tmp_path):
+    facts = m.gather(params_for(str(tmp_path), nvidia_smi="nvidia-smi-absent", cuobjdump="cuobjdump-absent",
+                                ip_command="ip-absent", nccl_library_paths=[str(tmp_path / "none")]), run, which)
+    assert facts["gpu"] is None and facts["memory"] is None and facts["netdevs"] is None and facts["roce"] is None
+    assert facts["nccl_conf"]["exists"] is False
+    assert facts["nccl_libraries"][0]["version"] is None and facts["nccl_libraries"][0]["reason"]
+    keys = {x.split(":", 1)[0] for x in facts["missing"]}
+    assert {"gpu", "memory", "netdevs", "roce", "driver.kernel_module_version", "netdevs.*.ipv4"} <= keys
+
+
+def test_nccl_without_cuobjdump_and_venv_layout(tmp_path):
+    lib = tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "nvidia" / "nccl" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnccl.so.2").write_bytes(b"\0\0NCCL version 2.27.3+cuda12.9\0")
+    out = m.inspect_nccl([str(tmp_path / "venv")], None, run)
+    assert out == [{"path": str(lib / "libnccl.so.2"), "version": "2.27.3", "sass_archs": None, "has_sm121": None,
+                    "reason": "cuobjdump not found; SASS architectures unknown"}]
+
+
+def test_fixture_tree_is_self_contained():
+    for root, dirs, files in os.walk(FIXTURES):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                assert not os.path.isabs(os.readlink(path)), path
+
+
+def test_fixtures_are_generated_from_generate_py(tmp_path):
+    copy = tmp_path / "gb10"
+    shutil.copytree(FIXTURES, str(copy))
+    subprocess.check_call([sys.executable, str(copy / "generate.py")], stdout=subprocess.DEVNULL)
+    diff = subprocess.run(["diff", "-r", "-x", "__pycache__", FIXTURES, str(copy)], capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout[:2000]
+
+
+def test_module_end_to_end_check_mode():
+    root = os.path.join(FIXTURES, "nominal")
+    args = " ".join("%s=%s" % (k, v) for k, v in params_for(root).items() if k not in ("nccl_library_paths",
+                                                                                          "netdev_pattern"))
+    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible"), "localhost", "--check", "-o",
+                           "-m", "sparkfleet.gb10.gb10_facts", "-a", args],
+                          cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0 and "No such file" in proc.stderr:
+        pytest.skip("ansible CLI not available")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"changed": false' in proc.stdout and '"ACTIVE"' in proc.stdout
