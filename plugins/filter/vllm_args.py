@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: vllm_args
+author: sparkfleet.gb10 developers
+short_description: The exact argv of C(vllm serve) for one model entry on one GB10 host
+version_added: "0.1.0"
+description:
+  - Turns a model entry from inventory, the host's C(gb10) facts and the cluster layout into the argument
+    list for C(vllm serve), applying the rule book (C(docs/rules.md)) - TRITON_ATTN attention, Marlin MoE,
+    FP8 KV cache, the quantization loader of the checkpoint format, prefix caching with the Mamba
+    block-size rule, MTP speculative decoding, TP/PP/EP sizes, executor flags, host/port.
+  - The API key is never on the command line (it would show in C(ps)); vLLM reads C(VLLM_API_KEY) from the
+    environment, so the service loads C(api_key_file) as an C(EnvironmentFile).
+  - Unknown keys and forbidden combinations fail with a message naming the host, the model and the key.
+  - The model entry schema is C(plugins/module_utils/model_entry.py) (C(MODEL_ENTRY_SPEC)).
+options:
+  _input:
+    description: The model entry (keys of C(MODEL_ENTRY_SPEC)).
+    type: dict
+    required: true
+  gb10_facts:
+    description: C(ansible_facts.gb10) of the host (from C(sparkfleet.gb10.gb10_facts)); may be empty.
+    type: dict
+    required: true
+  cluster:
+    description:
+      - C(executor) (C(mp) or C(ray)), C(nnodes), C(node_rank), C(master_addr), C(master_port), C(vllm_bin).
+      - With C(mp) and more than one node the argv gets C(--nnodes/--node-rank/--master-addr/--master-port), and
+        C(--headless) on followers. With C(ray) only the head runs C(vllm serve).
+    type: dict
+    required: true
+  host:
+    description: Inventory name used in error messages.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Render the ExecStart argv
+  ansible.builtin.set_fact:
+    vllm_argv: >-
+      {{ sparkfleet_models[0] | sparkfleet.gb10.vllm_args(ansible_facts.gb10,
+         {'executor': 'mp', 'nnodes': 2, 'node_rank': 0, 'master_addr': '192.168.100.10'},
+         host=inventory_hostname) }}
+"""
+
+RETURN = r"""
+_value:
+  description: argv list, starting with C(cluster.vllm_bin) (default C(vllm)), C(serve) and the model.
+  type: list
+  elements: str
+  sample: ["vllm", "serve", "Qwen/Qwen3-235B-A22B-GPTQ-Int4", "--tensor-parallel-size", "2",
+           "--attention-backend", "TRITON_ATTN", "--moe-backend", "marlin", "--quantization", "gptq_marlin"]
+"""
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, SPECULATIVE_KEYS, EntryError, loader_for, normalize)
+
+# Flags this filter sets from entry keys: extra_args may not repeat them.
+MANAGED_FLAGS = {
+    "--served-model-name": "served_name", "--tokenizer": "tokenizer", "--host": "host", "--port": "port",
+    "--quantization": "checkpoint_format", "--kv-cache-dtype": "kv_cache_dtype", "--max-model-len": "max_model_len",
+    "--max-num-seqs": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--gpu-memory-utilization": "gpu_memory_utilization", "--enable-prefix-caching": "enable_prefix_caching",
+    "--no-enable-prefix-caching": "enable_prefix_caching", "--reasoning-parser": "reasoning_parser",
+    "--tool-call-parser": "tool_call_parser", "--enable-auto-tool-choice": "tool_call_parser",
+    "--speculative-config": "speculative", "--tensor-parallel-size": "tensor_parallel_size",
+    "--pipeline-parallel-size": "pipeline_parallel_size", "--enable-expert-parallel": "enable_expert_parallel",
+    "--trust-remote-code": "trust_remote_code", "--enforce-eager": "enforce_eager",
+    "--distributed-executor-backend": "cluster.executor", "--nnodes": "cluster.nnodes",
+    "--node-rank": "cluster.node_rank", "--master-addr": "cluster.master_addr", "--master-port": "cluster.master_port",
+    "--headless": "cluster.node_rank", "--attention-backend": "rule attention_backend",
+    "--moe-backend": "rule moe_backend", "--api-key": "api_key_file",
+}
+
+
+def _fail(what, msg):
+    raise AnsibleFilterError("%s: %s" % (what, msg))
+
+
+def _flag_name(arg):
+    return arg.split("=", 1)[0]
+
+
+def _check_extra_args(extra, what):
+    forbidden_loads = rulebook.setting("vllm_forbidden_load_formats")
+    for i, arg in enumerate(extra):
+        name = _flag_name(arg)
+        value = arg.split("=", 1)[1] if "=" in arg else (extra[i + 1] if i + 1 < len(extra) else "")
+        if name in rulebook.setting("vllm_forbidden_flags"):
+            _fail(what, "key 'extra_args' has %s, which the rule book forbids (rule no_enforce_eager: CUDA graphs "
+                        "off cost ~55%% throughput on SM121). Set enforce_eager: true with "
+                        "allow_enforce_eager_reason if you must" % name)
+        if name == "--load-format" and value in forbidden_loads:
+            _fail(what, "key 'extra_args' has --load-format %s: ImportError in NGC images (rule no_fastsafetensors); "
+                        "drop it, the default loader is identical at runtime" % value)
+        if name == "--api-key":
+            _fail(what, "key 'extra_args' has --api-key: a key on the command line is visible in ps. Put "
+                        "VLLM_API_KEY=... in a root-only file and set api_key_file")
+        if name in MANAGED_FLAGS:
+            _fail(what, "key 'extra_args' has %s; set '%s' instead" % (name, MANAGED_FLAGS[name]))
+
+
+def default_utilization(entry, cluster):
+    """Rule book default for --gpu-memory-utilization and the cap that applies."""
+    long_ctx = (entry.get("max_model_len") or 0) >= rulebook.setting("long_context_threshold_tokens")
+    if long_ctx and cluster["nnodes"] > 1:
+        cap = rulebook.setting("gpu_memory_utilization_long_context")
+        return cap, cap, "long_context_multinode_utilization"
+    return (rulebook.setting("gpu_memory_utilization_safe_max"), rulebook.setting("gpu_memory_utilization_ceiling"),
+            "gpu_memory_utilization")
+
+
+def vllm_args(model_entry, gb10_facts, cluster, host=None):
+    host = host or "this host"
+    name = model_entry.get("name", "?") if isinstance(model_entry, dict) else "?"
+    what = "host %s, model %s" % (host, name)
+    if gb10_facts is None:
+        gb10_facts = {}
+    if not isinstance(gb10_facts, dict):
+        _fail(what, "gb10_facts must be the dict ansible_facts.gb10, got %s" % type(gb10_facts).__name__)
+    try:
+        entry = normalize(model_entry, MODEL_ENTRY_SPEC, what)
+        clus = normalize(cluster or {}, CLUSTER_SPEC, what + ", cluster")
+        quant = loader_for(entry, what)
+    except EntryError as exc:
+        raise AnsibleFilterError(str(exc))
+
+    driver = gb10_facts.get("driver") or {}
+    if driver.get("forbidden_branch"):
+        _fail(what, "driver %s is on a forbidden branch %s (rule driver_branch: CUDAGraph deadlock); install the %s "
+                    "branch (%s)" % (driver.get("nvidia_smi_version") or driver.get("kernel_module_version"),
+                                     rulebook.setting("driver_forbidden_branches"), rulebook.setting("driver_branch"),
+                                     rulebook.setting("driver_recommended_version")))
+    if driver.get("reboot_pending"):
+        _fail(what, "driver %s installed but %s loaded (rule driver_reboot_pending); reboot before starting vLLM"
+              % (driver.get("nvidia_smi_version"), driver.get("kernel_module_version")))
+
+    tp, pp = entry["tensor_parallel_size"], entry["pipeline_parallel_size"]
+    nnodes = clus["nnodes"]
+    gpus = nnodes * rulebook.setting("gpus_per_node")
+    if tp < 1 or pp < 1 or tp * pp != gpus:
+        _fail(what, "tensor_parallel_size %d x pipeline_parallel_size %d = %d but the cluster has %d node(s) with one "
+                    "GPU each (rule gb10_identity); make the product %d" % (tp, pp, tp * pp, nnodes, gpus))
+    if tp > rulebook.setting("tensor_parallel_max_nodes"):
+        _fail(what, "key 'tensor_parallel_size' is %d: tensor parallel over more than %d nodes on 200GbE is the slow "
+                    "path (rule parallelism_across_nodes); use pipeline_parallel_size: %d, tensor_parallel_size: 1"
+                    % (tp, rulebook.setting("tensor_parallel_max_nodes"), gpus))
+    if entry["enable_expert_parallel"] and not entry["moe"]:
+        _fail(what, "key 'enable_expert_parallel' needs a MoE model; set moe: true or drop it")
+    if not 0 <= clus["node_rank"] < nnodes:
+        _fail(what, "cluster node_rank %d outside 0..%d" % (clus["node_rank"], nnodes - 1))
+    if clus["executor"] == "ray" and clus["node_rank"] > 0:
+        _fail(what, "with the ray executor only the head (node_rank 0) runs vllm serve; followers run ray start")
+    if clus["executor"] == "mp" and nnodes > 1 and not clus["master_addr"]:
+        _fail(what, "cluster key 'master_addr' is required with the mp executor on %d nodes: the head's fabric "
+                    "address" % nnodes)
+
+    if entry["enforce_eager"] and not (entry["allow_enforce_eager_reason"] or "").strip():
+        _fail(what, "key 'enforce_eager' is true without 'allow_enforce_eager_reason' (rule no_enforce_eager: ~55% "
+                    "throughput loss on SM121); fix the startup problem or write the reason down")
+
+    gmu = entry["gpu_memory_utilization"]
+    default, cap, rule_id = default_utilization(entry, clus)
+    if gmu is None:
+        gmu = default
+    elif not 0 < gmu <= cap:
+        _fail(what, "key 'gpu_memory_utilization' is %s, above %s (rule %s); use at most %s"
+              % (gmu, cap, rule_id, cap))
+
+    mbt = entry["max_num_batched_tokens"]
+    if entry["mamba"] and entry["enable_prefix_caching"]:
+        floor = rulebook.setting("mamba_align_block_size")
+        if mbt is None:
+            mbt = rulebook.setting("mamba_max_num_batched_tokens")
+        elif mbt < floor:
+            _fail(what, "key 'max_num_batched_tokens' is %d; with prefix caching on a Mamba model vLLM needs >= %d "
+                        "(rule mamba_prefix_caching); use %d" % (mbt, floor, rulebook.setting("mamba_max_num_batched_tokens")))
+
+    spec = entry["speculative"]
+    spec_json = None
+    if spec is not None:
+        unknown = sorted(set(spec) - set(SPECULATIVE_KEYS))
+        if unknown:
+            _fail(what, "unknown key 'speculative.%s'; known: %s" % (unknown[0], ", ".join(SPECULATIVE_KEYS)))
+        method = spec.get("method", rulebook.setting("speculative_method"))
+        if method != rulebook.setting("speculative_method"):
+            _fail(what, "key 'speculative.method' is %r; use 'mtp' (rule speculative_mtp: draft_model runs a full model "
+                        "as drafter), with 'model' for a matched drafter" % method)
+        num = spec.get("num_speculative_tokens")
+        if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+            _fail(what, "key 'speculative.num_speculative_tokens' must be an integer >= 1, got %r" % (num,))
+        body = {"method": method}
+        if spec.get("model"):
+            body["model"] = spec["model"]
+        body["num_speculative_tokens"] = num
+        spec_json = json.dumps(body, separators=(",", ":"))
+
+    _check_extra_args(entry["extra_args"], what)
+
+    argv = [clus["vllm_bin"], "serve", entry["model"]]
+
+    def opt(flag, value):
+        if value is not None:
+            argv.extend([flag, str(value)])
+
+    opt("--served-model-name", entry["served_name"])
+    opt("--tokenizer", entry["tokenizer"])
+    opt("--host", entry["host"])
+    opt("--port", entry["port"])
+    if tp * pp > 1:
+        opt("--tensor-parallel-size", tp)
+        opt("--pipeline-parallel-size", pp)
+        opt("--distributed-executor-backend", clus["executor"])
+        if clus["executor"] == "mp" and nnodes > 1:
+            opt("--nnodes", nnodes)
+            opt("--node-rank", clus["node_rank"])
+            opt("--master-addr", clus["master_addr"])
+            opt("--master-port", clus["master_port"])
+            if clus["node_rank"] > 0:
+                argv.append("--headless")
+    if entry["enable_expert_parallel"]:
+        argv.append("--enable-expert-parallel")
+    opt("--attention-backend", rulebook.setting("vllm_attention_backend"))
+    if entry["moe"]:
+        opt("--moe-backend", rulebook.setting("vllm_moe_backend"))
+    opt("--quantization", quant)
+    opt("--kv-cache-dtype", entry["kv_cache_dtype"])
+    if entry["trust_remote_code"]:
+        argv.append("--trust-remote-code")
+    opt("--max-model-len", entry["max_model_len"])
+    opt("--max-num-seqs", entry["max_num_seqs"])
+    opt("--max-num-batched-tokens", mbt)
+    opt("--gpu-memory-utilization", "%.2f" % gmu)
+    argv.append("--enable-prefix-caching" if entry["enable_prefix_caching"] else "--no-enable-prefix-caching")
+    opt("--reasoning-parser", entry["reasoning_parser"])
+    if entry["tool_call_parser"]:
+        argv.append("--enable-auto-tool-choice")
+        opt("--tool-call-parser", entry["tool_call_parser"])
+    opt("--speculative-config", spec_json)
+    if entry["enforce_eager"]:
+        argv.append("--enforce-eager")
+    argv.extend(entry["extra_args"])
+    return argv
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {"vllm_args": vllm_args}

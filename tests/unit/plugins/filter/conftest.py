@@ -1,0 +1,5 @@
+# -*- coding: utf-8 -*-
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
