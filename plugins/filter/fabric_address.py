@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: fabric_address
+author: sparkfleet.gb10 developers
+short_description: A host's QSFP fabric address from the fabric subnet and its index
+version_added: "0.1.0"
+description:
+  - Returns the address at C(network + start + index) of the subnet, refusing the network and broadcast
+    addresses and anything outside the subnet.
+  - C(fabric_addresses_check) checks a whole plan (host to address) - inside the subnet, no duplicates, not the
+    network or broadcast address - and returns it unchanged.
+options:
+  _input:
+    description: The fabric subnet in CIDR form, for example C(192.168.100.0/24).
+    type: str
+    required: true
+  index:
+    description: The host's index (for example its position in the fabric group).
+    type: int
+    required: true
+  start:
+    description: Offset added to every index (C(10) gives .10, .11, ...).
+    type: int
+    default: 0
+  prefix:
+    description: Return C(address/prefixlen) instead of the bare address.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Fabric address of this host (.10, .11, ... in group order)
+  ansible.builtin.set_fact:
+    sparkfleet_fabric_address: "{{ '192.168.100.0/24' | sparkfleet.gb10.fabric_address(groups['sparks'].index(inventory_hostname), start=10) }}"
+
+- name: Check the whole plan
+  ansible.builtin.debug:
+    msg: "{{ {'spark-1': '192.168.100.10', 'spark-2': '192.168.100.11'} | sparkfleet.gb10.fabric_addresses_check('192.168.100.0/24') }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The address (C(192.168.100.10)), or C(192.168.100.10/24) with C(prefix=true).
+  type: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+try:
+    import netaddr
+except ImportError:  # reported when used
+    netaddr = None
+
+
+def _network(subnet):
+    if netaddr is None:
+        raise AnsibleFilterError("the fabric_address filters need the python netaddr library on the controller")
+    try:
+        net = netaddr.IPNetwork(str(subnet))
+    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("fabric subnet %r is not a CIDR network such as 192.168.100.0/24: %s" % (subnet, exc))
+    if net.version != 4:
+        raise AnsibleFilterError("fabric subnet %s must be IPv4 (RoCE v2 GIDs are picked by IPv4 address)" % subnet)
+    if net.ip != net.network:
+        raise AnsibleFilterError("fabric subnet %s has host bits set; did you mean %s/%d?" % (subnet, net.network, net.prefixlen))
+    return net
+
+
+def address_problems(address, net):
+    """Reasons ``address`` cannot be a fabric host address in ``net`` (empty when fine)."""
+    try:
+        ip = netaddr.IPAddress(str(address).split("/")[0])
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return ["%r is not an IPv4 address" % (address,)]
+    if ip not in net:
+        return ["%s is outside %s" % (ip, net)]
+    if net.prefixlen < 31 and ip == net.network:
+        return ["%s is the network address of %s" % (ip, net)]
+    if net.prefixlen < 31 and ip == net.broadcast:
+        return ["%s is the broadcast address of %s" % (ip, net)]
+    return []
+
+
+def fabric_address(subnet, index, start=0, prefix=False):
+    net = _network(subnet)
+    for name, value in (("index", index), ("start", start)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise AnsibleFilterError("fabric_address: %s must be an integer >= 0, got %r" % (name, value))
+    ip = netaddr.IPAddress(int(net.network) + start + index)
+    problems = address_problems(ip, net) if int(ip) <= int(net.broadcast) else ["%s is outside %s" % (ip, net)]
+    if problems:
+        raise AnsibleFilterError("fabric_address: index %d (start %d) gives %s; pick a smaller index/start or a larger "
+                                 "subnet" % (index, start, problems[0]))
+    return "%s/%d" % (ip, net.prefixlen) if prefix else str(ip)
+
+
+def fabric_addresses_check(addresses, subnet):
+    """``addresses`` is {host: address} or a list of addresses; returns it unchanged or fails listing every problem."""
+    net = _network(subnet)
+    if isinstance(addresses, dict):
+        items = list(addresses.items())
+    elif isinstance(addresses, list):
+        items = [("#%d" % i, a) for i, a in enumerate(addresses)]
+    else:
+        raise AnsibleFilterError("fabric_addresses_check: expected {host: address} or a list, got %r" % (addresses,))
+    problems = []
+    seen = {}
+    for host, address in items:
+        for problem in address_problems(address, net):
+            problems.append("host %s: %s" % (host, problem))
+        key = str(address).split("/")[0]
+        if key in seen:
+            problems.append("host %s: %s is also used by host %s" % (host, key, seen[key]))
+        seen.setdefault(key, host)
+    if problems:
+        raise AnsibleFilterError("fabric addresses in %s are not usable: %s. Give each host its own address inside "
+                                 "the subnet" % (net, "; ".join(problems)))
+    return addresses
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {"fabric_address": fabric_address, "fabric_addresses_check": fabric_addresses_check}
