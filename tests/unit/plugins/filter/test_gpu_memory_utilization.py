@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import (
+    FilterModule, gpu_memory_utilization)
+
+from seed_configs import SEEDS
+
+GB10 = {"memory": {"mem_total_bytes": 127601212 * 1024}}  # 121.69 GiB, as Ray saw it (004)
+
+QWEN3_235B = dict(SEEDS["qwen3_235b_gptq_tp2_ep2"]["entry"])
+QWEN3_235B.pop("gpu_memory_utilization")
+
+
+def small(name, **over):
+    entry = {"name": name, "model": "m/" + name, "checkpoint_format": "fp8", "weights_gib": 30.0, "num_layers": 48,
+             "num_kv_heads": 4, "head_dim": 128, "max_model_len": 32768, "max_num_seqs": 4}
+    entry.update(over)
+    return entry
+
+
+def test_registered():
+    assert FilterModule().filters()["gpu_memory_utilization"] is gpu_memory_utilization
+
+
+def test_seed_000_two_node_235b_gets_087():
+    # 000 ran 0.87 with 57.64 GiB of weights per node; params x 0.53 B/param gives ~58 GiB
+    plan = gpu_memory_utilization(GB10, [QWEN3_235B], host="spark-1")
+    svc = plan["services"]["qwen3-235b"]
+    assert svc["utilization"] == 0.87
+    assert 57.0 < svc["weights_gib"] < 59.0
+    assert svc["nodes"] == 2
+    assert plan["mem_total_gib"] == 121.69
+
+
+def test_never_above_ceiling_and_rounded_down():
+    plan = gpu_memory_utilization(GB10, [small("a")], target=0.90, os_headroom_gib=0)
+    assert plan["services"]["a"]["utilization"] == 0.90
+    plan = gpu_memory_utilization(GB10, [small("a")], os_headroom_gib=20)
+    assert plan["services"]["a"]["utilization"] == 0.83  # (121.69 - 20) / 121.69 = 0.8356 -> 0.83
+    with pytest.raises(AnsibleFilterError, match="target"):
+        gpu_memory_utilization(GB10, [small("a")], target=0.95)
+
+
+def test_long_context_multi_node_is_082():
+    entry = small("long", max_model_len=131072, tensor_parallel_size=2, max_num_seqs=1)
+    plan = gpu_memory_utilization(GB10, [entry])
+    assert plan["services"]["long"]["utilization"] == 0.82
+    assert plan["services"]["long"]["long_context_multi_node"] is True
+
+
+def test_single_node_long_context_is_not_capped_at_082():
+    plan = gpu_memory_utilization(GB10, [small("long", max_model_len=131072, max_num_seqs=1)])
+    assert plan["services"]["long"]["utilization"] == 0.87
+
+
+def test_co_located_services_share_the_budget():
+    plan = gpu_memory_utilization(GB10, [small("big", weights_gib=60.0), small("tiny", weights_gib=6.0)])
+    big, tiny = plan["services"]["big"], plan["services"]["tiny"]
+    assert big["utilization"] > tiny["utilization"]
+    assert plan["total_utilization"] <= 0.87
+    for svc in (big, tiny):
+        assert svc["utilization"] * plan["mem_total_gib"] >= svc["need_gib"]
+
+
+def test_explicit_value_is_kept_and_others_fill_the_rest():
+    # 002's Spark 2 once ran Nemotron-Nano at 0.28 beside Gemma4
+    plan = gpu_memory_utilization(GB10, [small("gemma", weights_gib=26.0), small("nano", weights_gib=16.0,
+                                                                                 gpu_memory_utilization=0.28)])
+    assert plan["services"]["nano"]["utilization"] == 0.28
+    assert plan["services"]["gemma"]["utilization"] == 0.59
+
+
+def test_does_not_fit_shows_the_arithmetic():
+    big = small("huge", weights_gib=200.0)
+    with pytest.raises(AnsibleFilterError) as err:
+        gpu_memory_utilization(GB10, [big], host="spark-1")
+    msg = str(err.value)
+    assert "spark-1" in msg and "do not fit" in msg and "weights 200.00" in msg and "MemTotal 121.69" in msg
+
+
+def test_weights_from_params_and_format():
+    plan = gpu_memory_utilization(GB10, [small("p", weights_gib=None, params_b=30.0, checkpoint_format="nvfp4")])
+    assert plan["services"]["p"]["weights_gib"] == round(30e9 * 0.5625 / 2 ** 30, 2)
+
+
+def test_kv_arithmetic():
+    plan = gpu_memory_utilization(GB10, [small("kv", weights_gib=1.0, max_num_seqs=2, kv_cache_dtype="bfloat16")])
+    # 2 x 48 layers x 4 heads x 128 dim x 2 bytes x 32768 tokens x 2 seqs = 6 GiB
+    assert plan["services"]["kv"]["kv_gib"] == 6.0
+
+
+@pytest.mark.parametrize("facts,services,word", [
+    ({}, [small("a")], "mem_total_bytes"),
+    ("x", [small("a")], "ansible_facts.gb10"),
+    (GB10, [], "non-empty"),
+    (GB10, [small("a", weights_gib=None)], "params_b"),
+    (GB10, [small("a", num_layers=None)], "num_layers"),
+    (GB10, [small("a"), small("a")], "unique"),
+    (GB10, [small("a", weight_gib=3)], "weight_gib"),
+    (GB10, [small("a", gpu_memory_utilization=0.95)], "gpu_memory_utilization"),
+    (GB10, [small("a", gpu_memory_utilization=0.80), small("b", gpu_memory_utilization=0.40)], "do not fit|too little"),
+])
+def test_errors(facts, services, word):
+    with pytest.raises(AnsibleFilterError, match=word):
+        gpu_memory_utilization(facts, services, host="spark-1")
