@@ -178,7 +178,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         raise AnsibleFilterError("host %s: explicit gpu_memory_utilization values (%.2f) leave too little for the "
                                  "others (need %.3f of %.3f). %s" % (host, fixed, flex_need, budget, arithmetic))
     for name in flexible:
-        share = plan[name]["need_fraction"] / flex_need if flex_need else 0
+        share = plan[name]["need_gib"] / (flex_need * total) if flex_need else 0
         plan[name]["utilization"] = floor2(plan[name]["need_gib"] / total + spare * share)
     for name in order:
         item = plan[name]
