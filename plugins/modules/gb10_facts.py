@@ -145,7 +145,7 @@ ansible_facts:
           type: list
           elements: dict
         missing:
-          description: One line per part that could not be read, C(<key>: <reason>).
+          description: One line per part that could not be read, C(<key>) then a colon and the reason.
           type: list
           elements: str
 """
