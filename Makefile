@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 SIM_INVENTORY   := inventories/sim
 
-.PHONY: help setup venv host image wheelhouse lint unit molecule test demo sim-up sim-down clean bench docs build
+.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -44,13 +44,16 @@ lint: venv ## ansible-lint (production profile) and yamllint
 unit: venv ## pytest unit tests of the modules, filters and rule book
 	pytest -q tests/unit
 
+preflight: venv ## Preflight over every example inventory (passes) and every broken one (fails as expected)
+	python tests/preflight/run.py
+
 molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 	@set -e; for s in $(SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; \
 	  molecule test -s $$s; \
 	done
 
-test: setup lint unit molecule ## Everything CI runs: lint, unit tests, Molecule
+test: setup lint unit preflight molecule ## Everything CI runs: lint, unit tests, Molecule
 	@echo "make test: all passed"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)

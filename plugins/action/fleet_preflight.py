@@ -9,46 +9,25 @@ import os
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import vllm_args
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
-DOCUMENTATION = r"""
----
-module: fleet_preflight
-short_description: Check the whole inventory and every host before anything changes
-description:
-  - Runs on the controller, once, over every host of O(hosts).
-  - Checks the type of every role variable the inventory sets against the roles'
-    C(meta/argument_specs.yml), unknown or misspelt variables, fabric addressing,
-    cluster layouts, model entries and the GB10 rule book against the host facts.
-  - Reports all findings together; each names the host, the variable, the value and the fix.
-  - Read-only; supports check mode.
-options:
-  hosts:
-    description: Inventory hostnames to check.
-    type: list
-    elements: str
-    required: true
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-"""
-
-RETURN = r"""
-findings:
-  description: Every problem found, each with host, variable, value, problem and fix.
-  type: list
-  elements: dict
-  returned: always
-checked_hosts:
-  description: The hosts that were checked.
-  type: list
-  elements: str
-  returned: always
-"""
-
+# Documentation: plugins/modules/fleet_preflight.py
 ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
+
+
+def _plain_vars(host_vars):
+    """The host's variables, templated; a value that cannot be templated is kept as its error."""
+    plain = {}
+    for name in list(host_vars.keys()):
+        try:
+            plain[name] = host_vars[name]
+        except Exception as exc:  # an undefined reference in inventory is itself a finding for the user
+            plain[name] = "<cannot template: %s>" % exc
+    return plain
 
 
 class ActionModule(ActionBase):
@@ -60,10 +39,18 @@ class ActionModule(ActionBase):
         hosts = self._task.args.get("hosts") or []
         all_hostvars = task_vars["hostvars"]
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
-        fleet = {}
-        for host in hosts:
-            fleet[host] = dict(all_hostvars[host])
-        findings = fp.check_fleet(fleet, role_specs)
+        fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
+        checks = {
+            "vllm_args": lambda entry, gb10, cluster, host: vllm_args(entry, gb10, cluster, host=host),
+            "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
+            "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
+            "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
+            "utilization": {
+                "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
+                "default": rulebook.setting("gpu_memory_utilization_safe_max"),
+            },
+        }
+        findings = fp.check_fleet(fleet, role_specs, checks)
         result["checked_hosts"] = list(hosts)
         result["findings"] = [f.as_dict() for f in findings]
         result["changed"] = False

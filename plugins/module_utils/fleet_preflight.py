@@ -124,11 +124,213 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
     return findings
 
 
-def check_fleet(fleet, role_specs):
-    """Every check over ``{host: hostvars}``; returns all findings, sorted by host."""
+# Keys of a sparkfleet_models entry that place it on hosts (read by
+# sparkfleet.gb10.vllm_service); the rest is the model entry schema of
+# plugins/module_utils/model_entry.py.
+PLACEMENT_KEYS = ("nodes", "executor", "master_port")
+
+
+def _models(host_vars):
+    models = host_vars.get("sparkfleet_models") or []
+    return models if isinstance(models, list) else []
+
+
+def _entry(model):
+    return dict((k, v) for k, v in model.items() if k not in PLACEMENT_KEYS)
+
+
+def _var(index, model, key=None):
+    name = "sparkfleet_models[%d]" % index
+    if isinstance(model, dict) and model.get("name"):
+        name += " (%s)" % model["name"]
+    return name + ("." + key if key else "")
+
+
+def check_fabric(fleet, subnet_default=None):
+    """Every host has a fabric address inside the fabric subnet, and no two share one."""
+    findings = []
+    seen = {}
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        address = host_vars.get("sparkfleet_fabric_address")
+        subnet = host_vars.get("sparkfleet_fabric_subnet") or subnet_default
+        if not address:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "no fabric address",
+                                    "give every Spark its own address inside sparkfleet_fabric_subnet in host_vars"))
+            continue
+        if subnet:
+            try:
+                import netaddr
+                net = netaddr.IPNetwork(subnet)
+                ip = netaddr.IPAddress(str(address).split("/")[0])
+                if ip not in net:
+                    findings.append(Finding(host, "sparkfleet_fabric_address", address, "outside the fabric subnet %s" % subnet,
+                                            "pick an address inside %s" % subnet))
+                elif net.size > 2 and ip in (net.network, net.broadcast):
+                    findings.append(Finding(host, "sparkfleet_fabric_address", address,
+                                            "is the network or broadcast address of %s" % subnet, "pick a host address"))
+            except (ValueError, netaddr.AddrFormatError) as exc:
+                findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address/subnet: %s" % exc,
+                                        "write it as a.b.c.d inside sparkfleet_fabric_subnet (a.b.c.d/nn)"))
+                continue
+        key = str(address).split("/")[0]
+        if key in seen:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "also used by %s" % seen[key],
+                                    "give each Spark its own fabric address"))
+        seen.setdefault(key, host)
+    return findings
+
+
+def check_models(fleet, vllm_args, memory_split, utilization):
+    """Each model entry against the rule book, cluster layout, ports and memory of its hosts.
+
+    ``vllm_args(entry, gb10, cluster, host)`` and ``memory_split(gb10, services, host)`` are the
+    collection's filters; they raise with a message naming the host, the model and the key.
+    """
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        gb10 = (host_vars.get("ansible_facts") or {}).get("gb10") or {}
+        ports = {}
+        local_services = []
+        for index, model in enumerate(_models(host_vars)):
+            if not isinstance(model, dict):
+                findings.append(Finding(host, _var(index, model), model, "a model entry must be a mapping",
+                                        "see the model entry keys in roles/vllm_service/README.md"))
+                continue
+            nodes = model.get("nodes") or [host]
+            if not isinstance(nodes, list):
+                nodes = [nodes]
+            missing = [n for n in nodes if n not in fleet]
+            if missing:
+                findings.append(Finding(host, _var(index, model, "nodes"), nodes,
+                                        "names host(s) not in this inventory: %s" % ", ".join(map(str, missing)),
+                                        "list inventory hosts of group sparks"))
+                continue
+            if host not in nodes:
+                findings.append(Finding(host, _var(index, model, "nodes"), nodes, "this host is not one of the model's nodes",
+                                        "assign the entry only to its member hosts"))
+                continue
+            tp = model.get("tensor_parallel_size", 1) or 1
+            pp = model.get("pipeline_parallel_size", 1) or 1
+            if isinstance(tp, int) and isinstance(pp, int) and tp * pp != len(nodes):
+                findings.append(Finding(host, _var(index, model, "tensor_parallel_size"), "TP=%s x PP=%s" % (tp, pp),
+                                        "TP x PP = %d but the model spans %d node(s) (one GPU each): %s" % (
+                                            tp * pp, len(nodes), ", ".join(nodes)),
+                                        "make tensor_parallel_size x pipeline_parallel_size equal the number of nodes"))
+            for member in nodes:
+                if member == host:
+                    continue
+                names = [m.get("name") for m in _models(fleet[member]) if isinstance(m, dict)]
+                if model.get("name") not in names:
+                    findings.append(Finding(member, "sparkfleet_models", names,
+                                            "model %s spans %s but is missing from this member" % (model.get("name"), ", ".join(nodes)),
+                                            "give every member the same entry (put it in the cluster's group_vars)"))
+            port = model.get("port", 8000)
+            if port in ports:
+                findings.append(Finding(host, _var(index, model, "port"), port, "already used by %s on this host" % ports[port],
+                                        "give each model on a host its own port"))
+            ports.setdefault(port, model.get("name"))
+            rank = nodes.index(host)
+            executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
+            cluster = {"executor": executor, "nnodes": len(nodes), "node_rank": rank}
+            if len(nodes) > 1:
+                cluster["master_addr"] = fleet[nodes[0]].get("sparkfleet_fabric_address") or "0.0.0.0"
+            if executor == "ray" and rank > 0:
+                # Ray followers only run `ray start`; the head's vllm serve is checked on the head.
+                local_services.append(_entry(model))
+                continue
+            try:
+                vllm_args(_entry(model), gb10, cluster, host)
+            except Exception as exc:  # the filters raise AnsibleFilterError with the full story
+                findings.append(Finding(host, _var(index, model), model.get("name"), str(exc),
+                                        "change the entry as the message says (rules: docs/rules.md)"))
+            local_services.append(_entry(model))
+        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization))
+    return findings
+
+
+SIZING_KEYS = ("num_layers", "num_kv_heads", "head_dim", "max_model_len")
+
+
+def _sized(entry):
+    return (entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS)
+
+
+def _check_memory(host, gb10, services, memory_split, utilization):
+    """The models of one host fit its unified memory.
+
+    With sizing keys on every entry the gpu_memory_utilization filter does the arithmetic;
+    otherwise only the utilizations (explicit, or the rule book default) are summed against
+    the ceiling, since the model size is unknown.
+    """
+    if not services:
+        return []
+    names = [m.get("name") for m in services]
+    if gb10.get("memory") and all(_sized(m) for m in services):
+        try:
+            memory_split(gb10, services, host)
+        except Exception as exc:
+            return [Finding(host, "sparkfleet_models", names, str(exc),
+                            "serve fewer or smaller models on this host, shorten max_model_len, or quantize")]
+        return []
+    total = sum(float(m.get("gpu_memory_utilization") or utilization["default"]) for m in services)
+    if round(total, 4) > utilization["ceiling"]:
+        return [Finding(host, "sparkfleet_models[*].gpu_memory_utilization", names,
+                        "the services of this host add up to %.2f of unified memory, above the ceiling %.2f (the page "
+                        "cache and the OS compete with CUDA for the same memory)" % (total, utilization["ceiling"]),
+                        "lower gpu_memory_utilization so the sum stays at or below %.2f, or move a model "
+                        "to another Spark" % utilization["ceiling"])]
+    return []
+
+
+def check_host_facts(fleet, forbidden_branches, nccl_env):
+    """Rule-book checks of each host's gathered facts: driver branch, usable RoCE transport."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        gb10 = (host_vars.get("ansible_facts") or {}).get("gb10")
+        if not gb10:
+            continue
+        driver = gb10.get("driver") or {}
+        for version in (driver.get("nvidia_smi_version"), driver.get("kernel_module_version")):
+            if version and str(version).split(".")[0] in forbidden_branches and not host_vars.get(
+                    "nvidia_driver_accept_forbidden_branch_reason"):
+                findings.append(Finding(host, "driver version (nvidia-smi / /proc/driver/nvidia/version)", version,
+                                        "driver branch %s deadlocks CUDA graphs on GB10" % str(version).split(".")[0],
+                                        "downgrade to the 580 branch, or accept it with "
+                                        "nvidia_driver_accept_forbidden_branch_reason: '<why>'"))
+                break
+        multi_node = any(len(m.get("nodes") or []) > 1 for m in _models(host_vars) if isinstance(m, dict))
+        if multi_node and host_vars.get("sparkfleet_fabric_address"):
+            fabric = {
+                "interface": host_vars.get("sparkfleet_fabric_ifname") or "enp1s0f1np1",
+                "address": host_vars.get("sparkfleet_fabric_address"),
+                "allow_socket_fallback": bool(host_vars.get("sparkfleet_allow_socket_fallback", False)),
+            }
+            try:
+                nccl_env(gb10, fabric, host)
+            except Exception as exc:
+                findings.append(Finding(host, "sparkfleet_allow_socket_fallback",
+                                        host_vars.get("sparkfleet_allow_socket_fallback", False), str(exc),
+                                        "cable and bring up the RoCE port, or set sparkfleet_allow_socket_fallback: true "
+                                        "knowing NCCL then runs at ~2 GB/s instead of ~24 GB/s"))
+    return findings
+
+
+def check_fleet(fleet, role_specs, checks=None):
+    """Every check over ``{host: hostvars}``; returns all findings.
+
+    ``checks`` carries the collection's filters and rule book values the deeper
+    checks use: vllm_args, gpu_memory_utilization, nccl_env, forbidden_branches.
+    """
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
         findings.extend(check_variable_types(host, host_vars, role_specs))
         findings.extend(check_unknown_variables(host, host_vars, role_specs))
+    if checks:
+        findings.extend(check_fabric(fleet))
+        findings.extend(check_models(fleet, checks["vllm_args"], checks["gpu_memory_utilization"], checks["utilization"]))
+        findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     return findings
