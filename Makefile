@@ -34,8 +34,10 @@ host: ## Debian's docker.io + debootstrap, and a running dockerd
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)
 	@tools/base-image.sh
 
-wheelhouse: host
-	@if [ -x tools/wheelhouse.sh ]; then tools/wheelhouse.sh; fi
+wheelhouse: host ## Wheels, CUDA wheels and the tiny model for the simulated hosts (cached)
+	@tools/wheelhouse.sh
+	@tools/cuda_wheels.sh
+	@$(PYTHON) tools/make_tiny_model.py
 
 lint: venv ## ansible-lint (production profile) and yamllint
 	ansible-lint --profile production
