@@ -39,6 +39,7 @@ echo "cuda-wheels: downloading $cuda_pins and $nccl_wheel_pin into $dest (~1 GB,
 "$python" -m pip download -q --no-deps -d "$dest" "$nccl_wheel_pin"
 
 # What the scenario installs, by name: `pip install --no-index --find-links DIR -r`.
+# shellcheck disable=SC2086
 printf '%s\n' $cuda_pins >"$dest/cuda-requirements.txt"
 printf '%s\n' "$nccl_wheel_pin" >"$dest/nccl-wheel-requirements.txt"
 
