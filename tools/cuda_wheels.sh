@@ -33,7 +33,7 @@ fi
 
 mkdir -p "$dest"
 rm -f "$dest/.stamp"
-echo "cuda-wheels: downloading $cuda_pins and $nccl_wheel_pin into $dest (~1 GB, once)"
+echo "cuda-wheels: downloading $cuda_pins and $nccl_wheel_pin into $dest (~400 MB, once)"
 # shellcheck disable=SC2086
 "$python" -m pip download -q -d "$dest" $cuda_pins
 "$python" -m pip download -q --no-deps -d "$dest" "$nccl_wheel_pin"
