@@ -60,6 +60,7 @@ test: setup lint unit preflight molecule ## Everything CI runs: lint, unit tests
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)
 	ansible-playbook tests/sim/create.yml -e @tests/sim/fleet.yml
+	ansible-playbook tests/sim/demo_prepare.yml -i $(SIM_INVENTORY)
 
 sim-down: venv ## Remove the simulated fleet
 	ansible-playbook tests/sim/destroy.yml -e @tests/sim/fleet.yml
