@@ -74,5 +74,8 @@ clean: ## Remove sim containers, networks and Molecule leftovers
 	-@docker network ls -q --filter name=fabric | xargs -r docker network rm >/dev/null 2>&1
 	-@rm -rf $(HOME)/.ansible/tmp/molecule.* $(HOME)/.cache/molecule/gb10
 
+docs: venv ## Render the rule book table into README.md and docs/rules.md
+	python tools/render_rules.py README.md docs/rules.md
+
 build: venv ## ansible-galaxy collection build
 	ansible-galaxy collection build --force --output-path build/

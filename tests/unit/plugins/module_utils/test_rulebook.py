@@ -158,10 +158,12 @@ def test_replace_block_needs_markers():
     assert out == "a\n%s\nT\n%s\nb\n" % (rulebook.RULES_BEGIN, rulebook.RULES_END)
 
 
-def test_docs_rules_md_matches_code():
-    with open(os.path.join(REPO, "docs", "rules.md"), encoding="utf-8") as handle:
+@pytest.mark.parametrize("doc", ["docs/rules.md", "README.md"])
+def test_docs_rules_md_matches_code(doc):
+    with open(os.path.join(REPO, doc), encoding="utf-8") as handle:
         text = handle.read()
-    assert rulebook.replace_block(text) == text, "docs/rules.md drifted: run tools/render_rules.py docs/rules.md"
+    assert rulebook.RULES_BEGIN in text, "%s lost its rule table markers" % doc
+    assert rulebook.replace_block(text) == text, "%s drifted: run make docs" % doc
 
 
 def test_render_rules_cli_check(tmp_path):
