@@ -70,3 +70,74 @@ def test_fleet_reports_every_finding_not_only_the_first():
         ("spark-2", "qsfp_network_apply"),
     ]
     assert all(str(f).startswith(f.host + ": " + f.variable) for f in findings)
+
+
+# ---- fleet-level checks, with the collection's real filters -------------------------------------
+
+from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import vllm_args  # noqa: E402
+
+UTIL = {"ceiling": 0.90, "default": 0.87}
+GB10 = {"memory": {"mem_total_bytes": 130663641088}, "driver": {"nvidia_smi_version": "580.142",
+                                                               "kernel_module_version": "580.142"}}
+
+
+def _models(fleet):
+    return fp.check_models(fleet,
+                           lambda e, g, c, h: vllm_args(e, g, c, host=h),
+                           lambda g, s, h: gpu_memory_utilization(g, s, host=h), UTIL)
+
+
+def _host(address, models=None):
+    return {"sparkfleet_fabric_address": address, "sparkfleet_fabric_subnet": "192.168.100.0/24",
+            "sparkfleet_models": models or [], "ansible_facts": {"gb10": GB10}}
+
+
+def test_fabric_addresses_unique_inside_subnet_and_present():
+    fleet = {"a": _host("192.168.100.10"), "b": _host("192.168.100.10"), "c": _host("10.0.0.1"),
+             "d": _host(None), "e": _host("192.168.100.255")}
+    found = sorted((f.host, f.problem.split(" ")[0]) for f in fp.check_fabric(fleet))
+    assert found == [("b", "also"), ("c", "outside"), ("d", "no"), ("e", "is")]
+
+
+def test_good_fabric_gives_nothing():
+    assert fp.check_fabric({"a": _host("192.168.100.10"), "b": _host("192.168.100.11")}) == []
+
+
+TP2 = {"name": "m", "model": "org/m-fp8", "checkpoint_format": "fp8", "tensor_parallel_size": 2,
+       "nodes": ["a", "b"], "executor": "mp"}
+
+
+def test_a_consistent_two_node_model_passes():
+    assert _models({"a": _host("192.168.100.10", [TP2]), "b": _host("192.168.100.11", [TP2])}) == []
+
+
+def test_tp_times_pp_must_equal_the_members():
+    entry = dict(TP2, nodes=["a", "b", "c"])
+    fleet = dict((h, _host("192.168.100.1%d" % i, [entry])) for i, h in enumerate("abc"))
+    problems = [f.problem for f in _models(fleet)]
+    assert any("TP x PP = 2 but the model spans 3" in p for p in problems)
+
+
+def test_rule_book_refusals_reach_preflight():
+    eager = {"name": "e", "model": "org/e", "checkpoint_format": "fp8", "enforce_eager": True}
+    findings = _models({"a": _host("192.168.100.10", [eager])})
+    assert len(findings) == 1 and "enforce" in findings[0].problem and findings[0].host == "a"
+
+
+def test_utilizations_of_a_host_may_not_pass_the_ceiling():
+    models = [{"name": "x", "model": "org/x", "checkpoint_format": "fp8", "port": 8000, "gpu_memory_utilization": 0.5},
+              {"name": "y", "model": "org/y", "checkpoint_format": "fp8", "port": 8001, "gpu_memory_utilization": 0.5}]
+    findings = _models({"a": _host("192.168.100.10", models)})
+    assert [f.variable for f in findings] == ["sparkfleet_models[*].gpu_memory_utilization"]
+    assert "1.00" in findings[0].problem and "0.90" in findings[0].problem
+
+
+def test_forbidden_driver_branch_unless_accepted():
+    fleet = {"a": _host("192.168.100.10")}
+    fleet["a"]["ansible_facts"] = {"gb10": {"driver": {"nvidia_smi_version": "590.44.01"}}}
+    found = fp.check_host_facts(fleet, ["590"], lambda g, f, h: nccl_env(g, f, host=h))
+    assert len(found) == 1 and "590" in found[0].problem
+    fleet["a"]["nvidia_driver_accept_forbidden_branch_reason"] = "testing the 590 fix"
+    assert fp.check_host_facts(fleet, ["590"], lambda g, f, h: nccl_env(g, f, host=h)) == []
