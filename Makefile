@@ -69,6 +69,9 @@ demo: sim-up ## site.yml against the simulated fleet, then what it built
 	ansible-playbook site.yml -i $(SIM_INVENTORY)
 	ansible-playbook playbooks/demo_report.yml -i $(SIM_INVENTORY)
 
+bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/results.md)
+	tools/bench.sh
+
 clean: ## Remove sim containers, networks and Molecule leftovers
 	-@docker ps -aq --filter label=sparkfleet.sim | xargs -r docker rm -f >/dev/null
 	-@docker network ls -q --filter name=fabric | xargs -r docker network rm >/dev/null 2>&1
