@@ -13,6 +13,34 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Docker's networks must never take an address range the fabric uses: once its
+# 172.17-31 pools are spent docker hands out 192.168.x.0/20 subnets, and a host
+# route to 192.168.96.0/20 swallows bridged fabric traffic of 192.168.100.0/24.
+# Keep every docker network inside 10.213.0.0/16.
+pools='{"base": "10.213.0.0/16", "size": 24}'
+if ! grep -q '10.213.0.0/16' /etc/docker/daemon.json 2>/dev/null; then
+  mkdir -p /etc/docker
+  if [ -s /etc/docker/daemon.json ]; then
+    python3 - "$pools" <<'PY'
+import json, sys
+path = "/etc/docker/daemon.json"
+with open(path) as handle:
+    config = json.load(handle)
+config["default-address-pools"] = [json.loads(sys.argv[1])]
+with open(path, "w") as handle:
+    json.dump(config, handle, indent=2)
+PY
+  else
+    printf '{\n  "default-address-pools": [%s]\n}\n' "$pools" >/etc/docker/daemon.json
+  fi
+  if docker info >/dev/null 2>&1; then
+    echo "host-setup: /etc/docker/daemon.json now keeps docker networks in 10.213.0.0/16;" \
+         "restarting dockerd to apply it" >&2
+    pkill -x dockerd || true
+    for _ in $(seq 1 30); do pgrep -x dockerd >/dev/null || break; sleep 1; done
+  fi
+fi
+
 if ! docker info >/dev/null 2>&1; then
   echo "host-setup: starting dockerd (log: /var/log/sparkfleet-dockerd.log)"
   setsid dockerd >/var/log/sparkfleet-dockerd.log 2>&1 < /dev/null &
