@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 SIM_INVENTORY   := inventories/sim
 
-.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build
+.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -55,7 +55,7 @@ molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 	  molecule test -s $$s; \
 	done
 
-test: setup lint unit preflight molecule ## Everything CI runs: lint, unit tests, Molecule
+test: setup lint unit preflight build molecule ## Everything CI runs: lint, unit tests, preflight cases, build, Molecule
 	@echo "make test: all passed"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)
@@ -77,8 +77,16 @@ clean: ## Remove sim containers, networks and Molecule leftovers
 	-@docker network ls -q --filter name=fabric | xargs -r docker network rm >/dev/null 2>&1
 	-@rm -rf $(HOME)/.ansible/tmp/molecule.* $(HOME)/.cache/molecule/gb10
 
+lock: ## Re-pin requirements.txt from tools/requirements.in (in a scratch venv)
+	rm -rf .cache/lock-venv
+	$(PYTHON) -m venv .cache/lock-venv
+	.cache/lock-venv/bin/pip install -q -r tools/requirements.in
+	{ head -2 requirements.txt; .cache/lock-venv/bin/pip freeze | grep -v '^pip=='; } > .cache/requirements.txt
+	mv .cache/requirements.txt requirements.txt
+
 docs: venv ## Render the rule book table into README.md and docs/rules.md
 	python tools/render_rules.py README.md docs/rules.md
 
 build: venv ## ansible-galaxy collection build
 	ansible-galaxy collection build --force --output-path build/
+	@tar -tzf build/sparkfleet-gb10-*.tar.gz | grep -qx 'plugins/module_utils/rulebook.py' || { echo "build: the tarball lacks the rule book" >&2; exit 1; }

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/results.md
+mkdir -p bench
 log=$(mktemp /var/tmp/sparkfleet-bench.XXXXXX)
 
 run() { # label
@@ -18,6 +19,12 @@ run() { # label
   changed=$(grep -E '^spark-[0-9]+ +: ' "$log.$1" | sed -E 's/.*changed=([0-9]+).*/\1/' | awk '{s += $1} END {print s}')
   printf '| %s | %s s | %s | %s |\n' "$1" "$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')" "${changed:-?}" "$rc"
   [ "$rc" = 0 ] || { tail -40 "$log.$1" >&2; return 1; }
+  # The no-op rerun must change nothing: a figure of a run that changed things is not a no-op figure.
+  if [ "$1" = no-op-rerun ] && [ "${changed:-1}" != 0 ]; then
+    grep -E '^(changed|TASK)' "$log.$1" | grep -B1 '^changed' >&2 || true
+    echo "bench: the rerun changed $changed tasks" >&2
+    return 1
+  fi
 }
 
 ansible-playbook tests/sim/destroy.yml -e @tests/sim/fleet.yml >/dev/null

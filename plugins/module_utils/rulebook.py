@@ -313,6 +313,7 @@ RULES = (
             "transformers_version": "4.57.6",
             "python_version": "3.12",
             "python_dev_package": "python3.12-dev",
+            "ray_version": "2.60.0",
         },
         "Ray workers load models in their own environment: a missing or different package gives "
         "import errors or wrong architectures on the worker.",
@@ -320,7 +321,9 @@ RULES = (
         decision="004 pins vllm 0.18.1 with triton 3.6.0 and transformers 4.57.6; 003 and 000 ran "
         "and measured every SM121 rule here (TRITON_ATTN, --moe-backend marlin) on vLLM 0.19.0. "
         "vLLM 0.19.0 requires torch 2.10.0 (whose Triton is 3.6.0) and transformers >=4.56,<5, so "
-        "004's Triton and Transformers pins stay and vLLM moves to 0.19.0.",
+        "004's Triton and Transformers pins stay and vLLM moves to 0.19.0. No document pins Ray; "
+        "2.60.0 is pinned because it has token authentication (RAY_AUTH_MODE=token), which the Ray "
+        "roles turn on, and it is the version the cluster scenario runs.",
     ),
     Rule(
         "cutlass_fp8_patch",

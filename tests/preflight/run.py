@@ -15,7 +15,7 @@ import yaml
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(TOP, "tests", "preflight")
-EXAMPLES = ["two-spark", "dual-independent", "three-spark", "single-spark"]
+EXAMPLES = ["two-spark", "dual-independent", "three-spark", "single-spark", "sim"]
 
 
 def preflight(inventory, fixture="nominal"):

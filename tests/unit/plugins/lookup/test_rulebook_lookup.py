@@ -20,6 +20,7 @@ ROLE_KEYS = {
     "triton_version": "3.6.0",
     "transformers_version": "4.57.6",
     "python_version": "3.12",
+    "ray_version": "2.60.0",
     "ray_memory_monitor_refresh_ms": 0,
     "ray_memory_usage_threshold": 1.0,
     "nccl_bus_bandwidth_floor_gbps": 15.0,

@@ -43,7 +43,7 @@ EXPECTED = {
     "triton_ptxas": {"triton_ptxas_source": "/usr/local/cuda/bin/ptxas",
                      "triton_ptxas_link": "triton/backends/nvidia/bin/ptxas"},
     "version_pins": {"vllm_version": "0.19.0", "triton_version": "3.6.0", "transformers_version": "4.57.6",
-                     "python_version": "3.12"},
+                     "python_version": "3.12", "ray_version": "2.60.0"},
     "cutlass_fp8_patch": {},
     "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
     "fabric_mtu": {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
