@@ -253,7 +253,18 @@ def vllm_args(model_entry, gb10_facts, cluster, host=None):
     return argv
 
 
+def vllm_env_check(env, host=None, variable="vllm_service_environment"):
+    """Return env unchanged, or fail naming every variable the kernel rules forbid."""
+    if not isinstance(env, dict):
+        raise AnsibleFilterError("vllm_env_check: %s must be a dict, got %s" % (variable, type(env).__name__))
+    found = rulebook.env_violations(env)
+    if found:
+        raise AnsibleFilterError("%s: %s sets %s" % (host or "this host", variable, "; ".join(
+            "%s=%s, which rule %s forbids (%s)" % item for item in found)))
+    return env
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"vllm_args": vllm_args}
+        return {"vllm_args": vllm_args, "vllm_env_check": vllm_env_check}

@@ -531,6 +531,31 @@ def kernel_env():
     return env
 
 
+def env_violations(env):
+    """What in a vLLM process environment the kernel rules forbid: a list of
+    (variable, value, rule id, what to do) tuples, empty when the environment is fine.
+    An override must not bring back what the rule book turned off."""
+    env = dict((str(k), "" if v is None else str(v)) for k, v in (env or {}).items())
+    found = []
+    backend = env.get("VLLM_ATTENTION_BACKEND", "")
+    if backend.upper() in SETTINGS["vllm_forbidden_attention_backends"]:
+        found.append(("VLLM_ATTENTION_BACKEND", backend, "attention_backend",
+                      "drop it: vLLM runs %s (--attention-backend)" % SETTINGS["vllm_attention_backend"]))
+    for name in sorted(env):
+        if "MOE_BACKEND" in name and env[name].lower() in SETTINGS["vllm_forbidden_moe_backends"]:
+            found.append((name, env[name], "moe_backend",
+                          "drop it: MoE runs %s (--moe-backend)" % SETTINGS["vllm_moe_backend"]))
+    # TRITON_PTXAS_PATH may point elsewhere (another CUDA install); these two may not change.
+    for name, setting_key, rule_id in (("VLLM_USE_FLASHINFER_MOE_FP4", "vllm_use_flashinfer_moe_fp4", "flashinfer_moe_fp4_off"),
+                                       ("VLLM_MARLIN_USE_ATOMIC_ADD", "vllm_marlin_use_atomic_add", "marlin_atomic_add")):
+        if name in env and env[name] != SETTINGS[setting_key]:
+            found.append((name, env[name], rule_id, "the rule book sets %s=%s" % (name, SETTINGS[setting_key])))
+    for name in SETTINGS["vllm_env_dropped"]:
+        if name in env and not any(f[0] == name for f in found):
+            found.append((name, env[name], "flashinfer_moe_fp4_off", "drop it: the rule book never emits it"))
+    return found
+
+
 def driver_branch_of(version):
     """'580.142' -> '580'; None for anything unparsable."""
     if not version:
