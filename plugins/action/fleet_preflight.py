@@ -45,6 +45,9 @@ class ActionModule(ActionBase):
             "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
             "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
             "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
+            "ray_defaults": dict(
+                (role, fp.load_role_defaults(os.path.normpath(ROLES_DIR), role).get(role + "_ports") or {})
+                for role in ("ray_head", "ray_worker")),
             "utilization": {
                 "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
                 "default": rulebook.setting("gpu_memory_utilization_safe_max"),

@@ -318,6 +318,112 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
     return findings
 
 
+def load_role_defaults(roles_dir, role):
+    """A role's defaults/main.yml as plain data (values that are templates stay strings)."""
+    path = os.path.join(roles_dir, role, "defaults", "main.yml")
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def _ray_role(host_vars):
+    groups = host_vars.get("group_names") or []
+    if "ray_head" in groups:
+        return "ray_head"
+    if "ray_workers" in groups:
+        return "ray_worker"
+    return None
+
+
+def check_cluster_layout(fleet, ray_defaults=None):
+    """One Ray head per cluster, heads that exist, and no port used twice on a host
+    (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
+    ray_defaults = ray_defaults or {}
+    findings = []
+    clusters = {}
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        role = _ray_role(host_vars)
+        if role is None and not host_vars.get("sparkfleet_ray_head_host"):
+            continue
+        name = host_vars.get("sparkfleet_cluster") or "default"
+        clusters.setdefault(name, []).append(host)
+        head = host_vars.get("sparkfleet_ray_head_host")
+        if role and head is not None and head not in fleet:
+            findings.append(Finding(host, "sparkfleet_ray_head_host", head, "names a host that is not in this inventory",
+                                    "set it to the inventory host of group ray_head"))
+        elif role and head is not None and _ray_role(fleet[head]) != "ray_head":
+            findings.append(Finding(host, "sparkfleet_ray_head_host", head, "%s is not in group ray_head" % head,
+                                    "put %s in group ray_head or name the host that is" % head))
+    for name, members in sorted(clusters.items()):
+        heads = [h for h in members if _ray_role(fleet[h]) == "ray_head"]
+        named = sorted(set(str(fleet[h].get("sparkfleet_ray_head_host")) for h in members
+                           if fleet[h].get("sparkfleet_ray_head_host") is not None))
+        if len(heads) != 1:
+            findings.append(Finding(", ".join(members), "group ray_head", heads,
+                                    "cluster '%s' has %d Ray heads; it needs exactly one" % (name, len(heads)),
+                                    "put one host of the cluster in group ray_head and the others in ray_workers, "
+                                    "or give separate clusters their own sparkfleet_cluster"))
+        if len(named) > 1:
+            findings.append(Finding(", ".join(members), "sparkfleet_ray_head_host", named,
+                                    "the members of cluster '%s' name different heads" % name,
+                                    "set sparkfleet_ray_head_host once, in the cluster's group_vars"))
+
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        used = {}
+
+        def take(port, owner, variable):
+            try:
+                port = int(port)
+            except (TypeError, ValueError):
+                return
+            if port in used:
+                findings.append(Finding(host, variable, port, "already used by %s on this host" % used[port],
+                                        "give each service on a host its own port"))
+            else:
+                used[port] = owner
+
+        role = _ray_role(host_vars)
+        worker_range = None
+        if role:
+            ports = dict(ray_defaults.get(role, {}))
+            own = host_vars.get(role + "_ports")
+            if isinstance(own, dict):
+                ports.update(own)
+            for key, port in sorted(ports.items()):
+                if key in ("min_worker", "max_worker"):
+                    continue
+                take(port, "Ray (%s_ports.%s)" % (role, key), "%s_ports.%s" % (role, key))
+            try:
+                worker_range = (int(ports["min_worker"]), int(ports["max_worker"]))
+            except (KeyError, TypeError, ValueError):
+                worker_range = None
+        for index, model in enumerate(_models(host_vars)):
+            if not isinstance(model, dict):
+                continue
+            nodes = model.get("nodes") or [host]
+            if not isinstance(nodes, list) or not nodes or nodes[0] != host:
+                continue
+            port = model.get("port", 8000)
+            # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
+            if not str(used.get(port, "")).endswith("(port)"):
+                take(port, "model %s (port)" % model.get("name"), _var(index, model, "port"))
+            executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
+            if len(nodes) > 1 and executor == "mp":
+                take(model.get("master_port", 29501), "model %s (master_port)" % model.get("name"),
+                     _var(index, model, "master_port"))
+            if worker_range:
+                for key in ("port", "master_port"):
+                    value = model.get(key)
+                    if isinstance(value, int) and worker_range[0] <= value <= worker_range[1]:
+                        findings.append(Finding(host, _var(index, model, key), value,
+                                                "inside Ray's worker port range %d-%d" % worker_range,
+                                                "choose a port outside %d-%d" % worker_range))
+    return findings
+
+
 def check_fleet(fleet, role_specs, checks=None):
     """Every check over ``{host: hostvars}``; returns all findings.
 
@@ -331,6 +437,7 @@ def check_fleet(fleet, role_specs, checks=None):
         findings.extend(check_unknown_variables(host, host_vars, role_specs))
     if checks:
         findings.extend(check_fabric(fleet))
+        findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
         findings.extend(check_models(fleet, checks["vllm_args"], checks["gpu_memory_utilization"], checks["utilization"]))
         findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     return findings

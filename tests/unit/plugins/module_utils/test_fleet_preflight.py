@@ -141,3 +141,70 @@ def test_forbidden_driver_branch_unless_accepted():
     assert len(found) == 1 and "590" in found[0].problem
     fleet["a"]["nvidia_driver_accept_forbidden_branch_reason"] = "testing the 590 fix"
     assert fp.check_host_facts(fleet, ["590"], lambda g, f, h: nccl_env(g, f, host=h)) == []
+
+
+# ----------------------------------------------------------- Ray heads and ports
+RAY_DEFAULTS = dict((role, fp.load_role_defaults(os.path.normpath(ROLES_DIR), role)[role + "_ports"])
+                    for role in ("ray_head", "ray_worker"))
+
+
+def _member(group, head="a", models=(), **extra):
+    host_vars = {"group_names": ["sparks", group], "sparkfleet_ray_head_host": head,
+                 "sparkfleet_models": list(models)}
+    host_vars.update(extra)
+    return host_vars
+
+
+def test_ray_ports_come_from_the_role_defaults():
+    assert RAY_DEFAULTS["ray_head"]["gcs"] == 6379
+    assert RAY_DEFAULTS["ray_worker"]["min_worker"] == 20000
+
+
+def test_one_head_and_distinct_ports_pass():
+    fleet = {"a": _member("ray_head", models=[TP2]), "b": _member("ray_workers", models=[TP2])}
+    assert fp.check_cluster_layout(fleet, RAY_DEFAULTS) == []
+
+
+def test_two_heads_in_one_cluster_are_refused():
+    fleet = {"a": _member("ray_head"), "b": _member("ray_head")}
+    found = fp.check_cluster_layout(fleet, RAY_DEFAULTS)
+    assert [f.problem for f in found] == ["cluster 'default' has 2 Ray heads; it needs exactly one"]
+    assert found[0].host == "a, b"
+
+
+def test_separate_clusters_may_each_have_a_head():
+    fleet = {"a": _member("ray_head", sparkfleet_cluster="one"),
+             "b": _member("ray_head", head="b", sparkfleet_cluster="two")}
+    assert fp.check_cluster_layout(fleet, RAY_DEFAULTS) == []
+
+
+def test_a_head_that_is_missing_or_not_a_head_is_named():
+    fleet = {"a": _member("ray_head"), "b": _member("ray_workers", head="c")}
+    found = fp.check_cluster_layout(fleet, RAY_DEFAULTS)
+    assert any(f.host == "b" and f.variable == "sparkfleet_ray_head_host" and f.value == "c"
+               and "not in this inventory" in f.problem for f in found)
+    fleet = {"a": _member("ray_head"), "b": _member("ray_workers", head="b")}
+    found = fp.check_cluster_layout(fleet, RAY_DEFAULTS)
+    assert any(f.host == "b" and "b is not in group ray_head" in f.problem for f in found)
+    assert any("name different heads" in f.problem for f in found)
+
+
+def test_a_model_port_on_a_ray_port_is_refused():
+    entry = dict(TP2, name="clash", port=6379, nodes=["a"], tensor_parallel_size=1)
+    found = fp.check_cluster_layout({"a": _member("ray_head", models=[entry])}, RAY_DEFAULTS)
+    assert len(found) == 1
+    assert found[0].value == 6379 and "Ray (ray_head_ports.gcs)" in found[0].problem
+    assert "sparkfleet_models[0]" in found[0].variable
+
+
+def test_rendezvous_port_against_an_api_port_and_the_worker_range():
+    other = dict(TP2, name="solo", port=29501, nodes=None, tensor_parallel_size=1)
+    other.pop("nodes")
+    found = fp.check_cluster_layout({"a": _member("ray_head", models=[other, TP2]),
+                                     "b": _member("ray_workers", models=[TP2])}, RAY_DEFAULTS)
+    assert [(f.host, f.value) for f in found] == [("a", 29501)]
+    assert "model solo (port)" in found[0].problem
+    inside = dict(TP2, port=20100)
+    found = fp.check_cluster_layout({"a": _member("ray_head", models=[inside]),
+                                     "b": _member("ray_workers", models=[inside])}, RAY_DEFAULTS)
+    assert [f.problem for f in found] == ["inside Ray's worker port range 20000-20199"]
