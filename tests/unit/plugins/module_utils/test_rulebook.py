@@ -8,7 +8,8 @@ import pytest
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-SEEDS = "/work/shared/seeds"
+# The source documents lie beside the checkout (../shared/seeds), in CI as here.
+SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "seeds")
 
 # One assertion per rule: the value the seeds dictate. Removing a rule (or
 # changing its value) fails here; test_every_rule_is_checked makes sure a new
@@ -84,7 +85,7 @@ def test_rule_is_complete(rule_id):
 
 def test_sources_exist():
     if not os.path.isdir(SEEDS):
-        pytest.skip("seed library not present")
+        pytest.skip("the source documents (../shared/seeds beside the checkout) are not present")
     for name in rulebook.SOURCES:
         assert os.path.isfile(os.path.join(SEEDS, name)), name
 
