@@ -89,4 +89,4 @@ docs: venv ## Render the rule book table into README.md and docs/rules.md
 
 build: venv ## ansible-galaxy collection build
 	ansible-galaxy collection build --force --output-path build/
-	@tar -tzf build/sparkfleet-gb10-*.tar.gz | grep -qx 'plugins/module_utils/rulebook.py' || { echo "build: the tarball lacks the rule book" >&2; exit 1; }
+	@tar -tzf build/sparkfleet-gb10-*.tar.gz | grep -x 'plugins/module_utils/rulebook.py' >/dev/null || { echo "build: the tarball lacks the rule book" >&2; exit 1; }
