@@ -84,8 +84,7 @@ def test_rule_is_complete(rule_id):
 
 
 def test_sources_exist():
-    if not os.path.isdir(SEEDS):
-        pytest.skip("the source documents (../shared/seeds beside the checkout) are not present")
+    assert os.path.isdir(SEEDS), "the source documents must lie beside the checkout: %s" % os.path.abspath(SEEDS)
     for name in rulebook.SOURCES:
         assert os.path.isfile(os.path.join(SEEDS, name)), name
 
