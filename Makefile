@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 SIM_INVENTORY   := inventories/sim
 
-.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build lock
+.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -68,6 +68,11 @@ sim-down: venv ## Remove the simulated fleet
 demo: sim-up ## site.yml against the simulated fleet, then what it built
 	ansible-playbook site.yml -i $(SIM_INVENTORY)
 	ansible-playbook playbooks/demo_report.yml -i $(SIM_INVENTORY)
+
+# On a machine with an NVIDIA GPU and nvcc only (never in make test: CI has no GPU).
+GPU_CHECK_CAPS  ?= native 12.1
+gpu-check: ## On a GPU host: host_facts + nccl (real sources, nccl-tests, verdicts) for GPU_CHECK_CAPS; see tools/gpu-check.sh
+	tools/gpu-check.sh $(GPU_CHECK_CAPS)
 
 bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/results.md)
 	tools/bench.sh

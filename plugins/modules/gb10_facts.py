@@ -111,9 +111,10 @@ ansible_facts:
       type: dict
       contains:
         gpu:
-          description: C(name), C(compute_capability) (C("12.1")), C(sm) (C("121")), C(is_gb10).
+          description: C(count) (GPUs nvidia-smi lists; 1 on a Spark), C(name) and C(compute_capability)
+            (C("12.1")) and C(sm) (C("121")) of the first, C(is_gb10).
           type: dict
-          sample: {"name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": true}
+          sample: {"count": 1, "name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": true}
         driver:
           description:
             - C(nvidia_smi_version) (user space, also read from NVML's mismatch message), C(kernel_module_version)
@@ -125,7 +126,10 @@ ansible_facts:
           type: str
           sample: "13.0"
         memory:
-          description: C(mem_total_bytes), C(mem_available_bytes), C(unified) (true), C(nvidia_smi_memory), C(cuda_visible).
+          description:
+            - C(mem_total_bytes), C(mem_available_bytes), C(unified), C(nvidia_smi_memory), C(cuda_visible).
+            - C(unified) is true on GB10 (nvidia-smi reports no memory of its own); false on a GPU that reports
+              dedicated memory, where MemTotal is host memory only.
           type: dict
         netdevs:
           description: QSFP netdevs by name, each C(operstate), C(mtu), C(speed_mbps), C(mac), C(ipv4) (list of CIDR).
@@ -461,6 +465,7 @@ def gather_gpu_and_driver(smi_path, proc_version_path, run, missing):
             query = parse_smi_query(out)
             cap = query["compute_cap"]
             gpu = {
+                "count": len([line for line in out.splitlines() if line.strip()]),
                 "name": query["name"],
                 "compute_capability": cap,
                 "sm": cap.replace(".", "") if cap else None,
@@ -509,13 +514,18 @@ def gather(params, run, which):
         missing.append("memory: %s" % reason)
     else:
         info = parse_meminfo(text)
+        # GB10's nvidia-smi has no memory of its own to report ('Not Supported'); a GPU that reports
+        # 'used / total' (a datacenter card, recorded in tests/fixtures/gpu) has dedicated memory.
+        dedicated = bool(gpu and not gpu["is_gb10"] and smi_memory and re.search(r"\d+\s*MiB\s*$", smi_memory))
         facts["memory"] = {
             "mem_total_bytes": info.get("MemTotal"),
             "mem_available_bytes": info.get("MemAvailable"),
-            "unified": True,
+            "unified": not dedicated,
             "nvidia_smi_memory": smi_memory,
-            "cuda_visible": "unified: CUDA allocates from the system pool (about MemTotal); nvidia-smi reports "
-                            "no separate GPU memory, so size vLLM with gpu-memory-utilization",
+            "cuda_visible": ("dedicated: the GPU has its own memory (%s per nvidia-smi); MemTotal is host memory"
+                             % smi_memory) if dedicated else
+                            ("unified: CUDA allocates from the system pool (about MemTotal); nvidia-smi reports "
+                             "no separate GPU memory, so size vLLM with gpu-memory-utilization"),
         }
 
     ip_path = which(params["ip_command"])

@@ -138,7 +138,7 @@ def test_every_variant_gathers_without_error(variant):
 def test_nominal():
     facts = facts_of("nominal")
     assert facts["missing"] == []
-    assert facts["gpu"] == {"name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": True}
+    assert facts["gpu"] == {"count": 1, "name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": True}
     assert facts["driver"]["nvidia_smi_version"] == facts["driver"]["kernel_module_version"] == "580.142"
     assert facts["driver"]["branch"] == "580"
     assert facts["driver"]["reboot_pending"] is False
@@ -251,3 +251,60 @@ def test_module_end_to_end_check_mode():
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert '"changed": false' in proc.stdout and '"ACTIVE"' in proc.stdout
+
+
+# ---------------------------------------------- a real non-GB10 GPU host (tools/gpu-check.sh recordings)
+
+GPU_HOST = os.path.join(FIXTURES, "..", "gpu", "h200-x2")
+
+
+def _recorded(name):
+    with open(os.path.join(GPU_HOST, name)) as handle:
+        lines = handle.read().splitlines(True)
+    # The header line says how it was recorded; the program printed the rest.
+    return "".join(line for line in lines if not line.startswith("# recorded by tools/gpu-check.sh"))
+
+
+def test_a_real_two_gpu_h200_host_is_read_as_such(tmp_path):
+    """gb10_facts runs on GPU hosts that are not Sparks (the GPU check does): facts, not a GB10 guess."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (tmp_path / "query.csv").write_text(_recorded("nvidia-smi-query.csv"))
+    (tmp_path / "table.txt").write_text(_recorded("nvidia-smi.txt"))
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n# replays nvidia-smi as recorded on the GPU host\n"
+                   "case \"$1\" in --query-gpu=*) cat %s ;; *) cat %s ;; esac\n"
+                   % (tmp_path / "query.csv", tmp_path / "table.txt"))
+    smi.chmod(0o755)
+    proc = tmp_path / "version"
+    proc.write_text(_recorded("proc-driver-nvidia-version.txt"))
+    facts = m.gather(params_for(os.path.join(FIXTURES, "nominal"), nvidia_smi=str(smi), proc_driver_version=str(proc),
+                                nccl_library_paths=[]), run, which)
+    assert facts["gpu"] == {"count": 2, "name": "NVIDIA H200", "compute_capability": "9.0", "sm": "90",
+                            "is_gb10": False}
+    assert facts["driver"]["nvidia_smi_version"] == facts["driver"]["kernel_module_version"] == "580.159.04"
+    assert facts["driver"]["reboot_pending"] is False
+    assert facts["driver"]["forbidden_branch"] is False
+    assert facts["cuda_version"] == "13.0"
+    assert facts["memory"]["unified"] is False
+    assert facts["memory"]["nvidia_smi_memory"] == "0MiB / 143771MiB"
+    assert facts["memory"]["cuda_visible"].startswith("dedicated")
+
+
+def test_the_gpu_hosts_own_reading_agrees():
+    """What gb10_facts reported on that host itself (kept by tools/gpu-check.yml)."""
+    with open(os.path.join(GPU_HOST, "gb10_facts-2.28.9-sm121.json")) as handle:
+        facts = json.load(handle)
+    assert facts["gpu"]["compute_capability"] == "9.0" and facts["gpu"]["is_gb10"] is False
+    library = facts["nccl_libraries"][0]
+    # Built with nccl_compute_capability "12.1" on that host: sm_121 SASS, checked by the real cuobjdump.
+    assert library["has_sm121"] is True and "sm_121" in library["sass_archs"]
+
+
+@pytest.mark.parametrize("name, archs", [
+    ("cuobjdump-list-elf-2.28.9-sm90.txt", ["sm_90", "sm_100"]),
+    ("cuobjdump-list-elf-2.28.9-sm121.txt", ["sm_100", "sm_121"]),
+])
+def test_parse_list_elf_of_real_nccl_builds(name, archs):
+    # NCCL 2.28.9 adds sm_100 cubins of its own to any build; the requested SASS must be there too.
+    assert m.parse_list_elf(_recorded(name)) == archs
