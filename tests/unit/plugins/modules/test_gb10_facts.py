@@ -160,7 +160,7 @@ def test_nominal():
     assert facts["roce"]["rocep1s0f0"]["ports"]["1"]["active"] is False
     assert "NCCL_IB_DISABLE" not in facts["nccl_conf"]["settings"]
     lib = facts["nccl_libraries"][0]
-    assert lib["version"] == "2.28.9" and lib["sass_archs"] == ["sm_121"] and lib["has_sm121"] is True
+    assert lib["version"] == "2.28.9" and lib["sass_archs"] == ["sm_100", "sm_121"] and lib["has_sm121"] is True
 
 
 def test_link_down_half():
@@ -237,6 +237,8 @@ def test_fixture_tree_is_self_contained():
 def test_fixtures_are_generated_from_generate_py(tmp_path):
     copy = tmp_path / "gb10"
     shutil.copytree(FIXTURES, str(copy))
+    # generate.py takes the real cuobjdump recording from the GPU host's fixtures beside it.
+    shutil.copytree(os.path.join(FIXTURES, "..", "gpu"), str(tmp_path / "gpu"))
     subprocess.check_call([sys.executable, str(copy / "generate.py")], stdout=subprocess.DEVNULL)
     diff = subprocess.run(["diff", "-r", "-x", "__pycache__", FIXTURES, str(copy)], capture_output=True, text=True)
     assert diff.returncode == 0, diff.stdout[:2000]
