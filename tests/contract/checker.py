@@ -59,15 +59,16 @@ def check_argvs(items, verdicts, release, flag_origin=None):
     return messages
 
 
-def check_env(items, known, where_set=None):
+def check_env(items, known, where_set=None, not_for_the_release=None):
     """One message per variable a release never reads.
 
     items: [{'name', 'value', 'origin'}]; known: {'vllm': (release label, set of names), ...}
-    keyed like FAMILIES; where_set(name) -> files/rules that spell the name out."""
+    keyed like FAMILIES; where_set(name) -> files/rules that spell the name out;
+    not_for_the_release: {name: reason} set on purpose for someone else (reported, not failed)."""
     grouped = {}
     for item in items:
         fam = family(item["name"])
-        if fam is None or fam not in known:
+        if fam is None or fam not in known or item["name"] in (not_for_the_release or {}):
             continue
         label, names = known[fam]
         if item["name"] in names:

@@ -191,9 +191,10 @@ def main():
         print("upstream_probe: vllm %s serve parser (%d options), ray %s start (%d params)" % (
             vllm.__version__, len(vllm_options(parser)), ray.__version__, len(start.params)))
         return 0
-    request = json.load(sys.stdin)
+    # Parsers first, then the request: the test starts this while it renders the inventories.
     parser = vllm_parser()
     start = ray_start()
+    request = json.load(sys.stdin)
     import ray
     import vllm
     py, so = ray_env_names()

@@ -104,3 +104,9 @@ def test_nccl_extractor_reports_a_new_declaring_macro():
     files = {"src/include/x.h": '#define NCCL_OTHER_PARAM(name, env) \\\n  load("NCCL_" env);\n'}
     _found, macros = nccl_params.extract(files)
     assert "NCCL_OTHER_PARAM" in macros
+
+
+def test_a_variable_set_for_someone_else_is_not_failed_but_others_are():
+    items = [env("NCCL_HOME"), env("NCCL_NO_SUCH")]
+    (message,) = checker.check_env(items, RELEASES, not_for_the_release={"NCCL_HOME": "for nccl-tests"})
+    assert message.startswith("NCCL_NO_SUCH")
