@@ -47,6 +47,9 @@ KNOWN_BAD_VLLM = [
     ["vllm", "serve", "m", "--kv-cache-dtype", "nvfp4"],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2, "no_such_key": 1}'],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "no_such_method", "num_speculative_tokens": 2}'],
+    ["vllm", "serve", "m", "--attention-backend", "NO_SUCH_BACKEND"],
+    ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "no_such_parser"],
+    ["vllm", "serve", "m", "--enable-auto-tool-choice"],
 ]
 KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"]]
 # Variables of a checked family that the collection sets for someone other than the

@@ -11,6 +11,10 @@ JSON options checked against their config classes; per ray argv the verdict
 of Ray's click command `ray start`; the names vllm/envs.py reads; the RAY_*
 names in Ray's Python sources and compiled into _raylet.so.
 
+Values: argparse checks choices and types; a value the parser takes as a string
+(--attention-backend) is then put through its config class's own field
+validators and pydantic type, as vLLM does when it builds the config.
+
 The only stand-in: vLLM resolves its platform (DeviceConfig's default) while the
 parser is built, and its CUDA platform loads vllm/_C.abi3.so, compiled against
 the CUDA torch the real GB10 venv has. A bare Platform that says "cuda" (vLLM's
@@ -114,7 +118,47 @@ def check_json_option(flag, dest, value):
     return {"flag": flag, "class": cls.__module__ + "." + cls.__name__, "problems": problems}
 
 
-def vllm_verdict(parser, argv):
+def config_fields(parser):
+    """{dest: (config class, field)} for the options vLLM adds per config class (argument group
+    titled with the class name, e.g. AttentionConfig: --attention-backend -> backend)."""
+    import vllm.config as config
+    found = {}
+    for group in parser._action_groups:
+        cls = getattr(config, group.title or "", None)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            continue
+        names = {f.name for f in dataclasses.fields(cls)}
+        for action in group._group_actions:
+            parts = action.dest.split("_")
+            for i in range(len(parts)):
+                if "_".join(parts[i:]) in names:
+                    found[action.dest] = (cls, "_".join(parts[i:]))
+                    break
+    return found
+
+
+def check_field_value(cls, field, value):
+    """The value as the config class would take it: its mode='before' field validators, then
+    pydantic against the field's type. A message when refused, None when taken or when the
+    type cannot be checked alone (counted as unchecked by the caller)."""
+    import pydantic
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    try:
+        if decorators is not None:
+            for dec in decorators.field_validators.values():
+                if field in dec.info.fields and dec.info.mode == "before":
+                    value = dec.func(value) if not hasattr(dec.func, "__func__") else dec.func.__func__(cls, value)
+        hint = typing.get_type_hints(cls)[field]
+        pydantic.TypeAdapter(hint).validate_python(value)
+    except (pydantic.ValidationError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        return "%s.%s refuses %r: %s" % (cls.__name__, field, value, " ".join(first[:3])[:300])
+    except Exception:  # noqa: BLE001 - a type pydantic cannot build alone: not this check's business
+        return None
+    return None
+
+
+def vllm_verdict(parser, argv, fields=None):
     args = list(argv)
     if len(args) >= 2 and args[1] == "serve":
         args = args[2:]
@@ -125,13 +169,33 @@ def vllm_verdict(parser, argv):
     except SystemExit as exc:  # a type function that exits
         return {"ok": False, "error": "exit %s" % exc.code, "json": []}
     flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+    # What `vllm serve` checks right after parsing (ServeSubcommand.validate).
+    from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args
+    try:
+        validate_parsed_serve_args(ns)
+    except Exception as exc:  # noqa: BLE001 - the CLI turns any of these into an exit
+        return {"ok": False, "error": str(exc), "json": []}
     checked = []
+    for flag, dest, plugin, registry in (
+            ("--tool-call-parser", "tool_call_parser", "tool_parser_plugin", "vllm.tool_parsers:ToolParserManager"),
+            ("--reasoning-parser", "reasoning_parser", "reasoning_parser_plugin",
+             "vllm.reasoning:ReasoningParserManager")):
+        value = getattr(ns, dest, None)
+        if value and not getattr(ns, plugin, None):
+            module, _, name = registry.partition(":")
+            names = getattr(__import__(module, fromlist=[name]), name).list_registered()
+            checked.append({"flag": flag, "class": name, "problems": [] if value in names else [
+                "%s %r is not a parser vLLM registers (%s)" % (flag, value, ", ".join(sorted(names)))]})
     for action in parser._actions:
         if not set(action.option_strings) & flags:
             continue
         value = getattr(ns, action.dest, None)
         if isinstance(value, dict):
             checked.append(check_json_option(action.option_strings[0], action.dest, value))
+        elif fields and action.dest in fields and value is not None:
+            problem = check_field_value(fields[action.dest][0], fields[action.dest][1], value)
+            checked.append({"flag": action.option_strings[0], "class": fields[action.dest][0].__name__,
+                            "problems": ["%s: %s" % (action.option_strings[0], problem)] if problem else []})
     bad = [p for c in checked for p in c["problems"]]
     return {"ok": not bad, "error": "; ".join(bad) if bad else None, "json": checked}
 
@@ -197,6 +261,7 @@ def main():
     request = json.load(sys.stdin)
     import ray
     import vllm
+    fields = config_fields(parser)
     py, so = ray_env_names()
     answer = {
         "vllm_version": vllm.__version__,
@@ -206,7 +271,7 @@ def main():
         "ray_env_python": py,
         "ray_env_raylet": so,
         "ray_start_options": sorted({o for p in start.params for o in list(p.opts) + list(p.secondary_opts)}),
-        "vllm": [vllm_verdict(parser, argv) for argv in request.get("vllm_argvs", [])],
+        "vllm": [vllm_verdict(parser, argv, fields) for argv in request.get("vllm_argvs", [])],
         "ray": [ray_verdict(start, argv) for argv in request.get("ray_argvs", [])],
     }
     json.dump(answer, sys.stdout)
