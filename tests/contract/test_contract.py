@@ -179,3 +179,30 @@ def test_nccl_list_is_of_the_rule_books_tag():
     names = _nccl_names()
     for name in ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_NET_PLUGIN", "NCCL_DEBUG", "NCCL_IB_GID_INDEX"):
         assert name in names, "%s missing from %s: the extractor lost a kind of read" % (name, NCCL_LIST)
+
+
+# Rule book settings that name vLLM values, and where vLLM lists them. A rule that
+# forbids a name the release does not know guards nothing; one that picks it breaks.
+VOCABULARY = {
+    "vllm_moe_backend": "--moe-backend",
+    "vllm_forbidden_moe_backends": "--moe-backend",
+    "vllm_attention_backend": "--attention-backend",
+    "vllm_forbidden_attention_backends": "--attention-backend",
+    "kv_cache_dtype_default": "--kv-cache-dtype",
+    "kv_cache_dtype_allowed": "--kv-cache-dtype",
+    "speculative_method": "--speculative-config method",
+    "speculative_forbidden_methods": "--speculative-config method",
+}
+
+
+def test_the_rule_books_vllm_names_are_the_releases(contract):
+    vocabulary = contract["answer"]["vllm_vocabulary"]
+    messages = []
+    for key, where in sorted(VOCABULARY.items()):
+        values = rulebook.setting(key)
+        for value in values if isinstance(values, list) else [values]:
+            if value not in vocabulary[where]:
+                messages.append("%s: %r (rule %s, setting %s) is not a value of %s %s (it has: %s)" % (
+                    where, value, rulebook.SETTING_OWNER[key], key, VLLM, where, ", ".join(vocabulary[where])))
+    _report(messages, "rule book value(s) the pinned vLLM does not know")
+

@@ -241,6 +241,23 @@ def ray_env_names():
     return sorted(py), sorted(so)
 
 
+def vllm_vocabulary(parser):
+    """The names vLLM accepts for the values the rule book picks or forbids."""
+    from vllm.config import SpeculativeConfig
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    choices = {a.dest: sorted(a.choices) for a in parser._actions if a.choices}
+    methods = []
+    for cand in _unwrap(typing.get_type_hints(SpeculativeConfig)["method"]):
+        if typing.get_origin(cand) is typing.Literal:
+            methods.extend(typing.get_args(cand))
+    return {
+        "--moe-backend": choices.get("moe_backend", []),
+        "--kv-cache-dtype": choices.get("kv_cache_dtype", []),
+        "--attention-backend": sorted(m.name for m in AttentionBackendEnum),
+        "--speculative-config method": sorted(methods),
+    }
+
+
 def vllm_env_names():
     import vllm.envs as envs
     return sorted(envs.environment_variables)
@@ -268,6 +285,7 @@ def main():
         "ray_version": ray.__version__,
         "vllm_options": vllm_options(parser),
         "vllm_env": vllm_env_names(),
+        "vllm_vocabulary": vllm_vocabulary(parser),
         "ray_env_python": py,
         "ray_env_raylet": so,
         "ray_start_options": sorted({o for p in start.params for o in list(p.opts) + list(p.secondary_opts)}),
