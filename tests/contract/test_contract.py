@@ -47,6 +47,8 @@ KNOWN_BAD_VLLM = [
     ["vllm", "serve", "m", "--kv-cache-dtype", "nvfp4"],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2, "no_such_key": 1}'],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "no_such_method", "num_speculative_tokens": 2}'],
+    ["vllm", "serve", "m", "--compilation-config", '{"no_such_key": 1}'],
+    ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both", "no_such_key": 1}'],
     ["vllm", "serve", "m", "--attention-backend", "NO_SUCH_BACKEND"],
     ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "no_such_parser"],
     ["vllm", "serve", "m", "--enable-auto-tool-choice"],
@@ -75,6 +77,7 @@ def _nccl_names():
 @pytest.fixture(scope="session")
 def contract():
     """Everything collected and the releases' answer, computed once."""
+    _nccl_names()  # refuse to run against an NCCL list of another tag
     check = subprocess.run([sys.executable, os.path.join(TOP, "tools", "contract_setup.py"), "--check"],
                            capture_output=True, text=True)
     if check.returncode != 0:
