@@ -13,13 +13,15 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios run by `make test`; `make molecule SCENARIOS=nccl` runs one.
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 SIM_INVENTORY   := inventories/sim
+# One source of truth for the pins: the rule book.
+RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image wheelhouse lint unit preflight molecule test demo sim-up sim-down clean bench docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight molecule test demo sim-up sim-down clean bench docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
-setup: venv host image wheelhouse ## Controller venv, docker engine, base image, wheelhouse
+setup: venv host image upstream wheelhouse ## Controller venv, docker engine, base image, pinned upstream releases, wheelhouse
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -34,8 +36,14 @@ host: ## Debian's docker.io + debootstrap, and a running dockerd
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)
 	@tools/base-image.sh
 
-wheelhouse: host ## Wheels, CUDA wheels and the tiny model for the simulated hosts (cached)
-	@tools/wheelhouse.sh
+upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock) and the contract venv (cached)
+	@$(PYTHON) tools/contract_setup.py
+
+contract-lock: ## Re-pin tools/contract.lock to the rule book's vllm_version and ray_version
+	$(PYTHON) tools/contract_setup.py --lock
+
+wheelhouse: host upstream ## Wheels, CUDA wheels and the tiny model for the simulated hosts (cached)
+	@SPARKFLEET_PATCH_SOURCE_PIN=vllm==$(RULEBOOK_VLLM) tools/wheelhouse.sh
 	@tools/cuda_wheels.sh
 	@$(PYTHON) tools/make_tiny_model.py
 
@@ -46,6 +54,10 @@ lint: venv ## ansible-lint (production profile) and yamllint
 unit: venv ## pytest unit tests of the modules, filters and rule book
 	pytest -q tests/unit
 
+contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
+	@$(PYTHON) tools/contract_setup.py --check
+	pytest -q tests/contract
+
 preflight: venv ## Preflight over every example inventory (passes) and every broken one (fails as expected)
 	python tests/preflight/run.py
 
@@ -55,7 +67,7 @@ molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 	  molecule test -s $$s; \
 	done
 
-test: setup lint unit preflight build molecule ## Everything CI runs: lint, unit tests, preflight cases, build, Molecule
+test: setup lint unit contract preflight build molecule ## Everything CI runs: lint, unit tests, contract, preflight cases, build, Molecule
 	@echo "make test: all passed"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)

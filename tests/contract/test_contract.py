@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+"""Contract tests: what the collection renders, checked by the pinned upstream releases.
+
+The rule book pins vLLM (vllm_version), Ray (ray_version) and NCCL (nccl_git_tag).
+`make setup` fetched the first two, checked by sha256 (tools/contract.lock), into a
+venv of the cache (tools/contract_setup.py); NCCL's parameter list is committed
+(tools/nccl_params.py). Here:
+
+* every `vllm serve` argv (example inventories rendered by the roles, the seeds'
+  configurations, generated model entries) goes through vLLM's real `serve`
+  parser, and every JSON option through the fields of its config class;
+* every `ray start` argv of the Ray units through Ray's click command;
+* every VLLM_*, RAY_*, NCCL_* variable the units and env files set against
+  vllm/envs.py, Ray's sources and _raylet.so, and NCCL's list.
+
+Nothing here is skipped: without the cache the tests fail and say `make setup`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import checker  # noqa: E402
+import collect  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
+
+CACHE = os.environ.get("SPARKFLEET_CACHE") or "/var/cache/sparkfleet"
+VENV_PYTHON = os.path.join(CACHE, "contract-venv", "bin", "python")
+VLLM = "vLLM %s" % rulebook.setting("vllm_version")
+RAY = "Ray %s" % rulebook.setting("ray_version")
+NCCL_TAG = rulebook.setting("nccl_git_tag")
+NCCL_LIST = os.path.join(HERE, "nccl_params-%s.txt" % NCCL_TAG)
+NCCL_REGEN = "python3 tools/nccl_params.py --tag %s   (from a clone or mirror of NVIDIA/nccl: --git-dir DIR)" % NCCL_TAG
+
+# Argvs the real parsers must refuse: proof that a wrong flag fails here.
+KNOWN_BAD_VLLM = [
+    ["vllm", "serve", "m", "--no-such-flag-in-any-release"],
+    ["vllm", "serve", "m", "--kv-cache-dtype", "nvfp4"],
+    ["vllm", "serve", "m", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2, "no_such_key": 1}'],
+    ["vllm", "serve", "m", "--speculative-config", '{"method": "no_such_method", "num_speculative_tokens": 2}'],
+    ["vllm", "serve", "m", "--compilation-config", '{"no_such_key": 1}'],
+    ["vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both", "no_such_key": 1}'],
+    ["vllm", "serve", "m", "--attention-backend", "NO_SUCH_BACKEND"],
+    ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "no_such_parser"],
+    ["vllm", "serve", "m", "--enable-auto-tool-choice"],
+]
+KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"]]
+# Variables of a checked family that the collection sets for someone other than the
+# release, each with the reason; the test prints them. Keep this short.
+NOT_FOR_THE_RELEASE = {
+    "NCCL_HOME": "the NCCL install prefix in roles/nccl/templates/nccl.env.j2, for nccl-tests' build "
+                 "(roles/nccl/tasks/tests.yml) and for people; verify requires the line. libnccl never reads it.",
+}
+
+
+def _nccl_names():
+    if not os.path.exists(NCCL_LIST):
+        pytest.fail("no NCCL parameter list for the rule book's nccl_git_tag %s (%s); make it with\n    %s"
+                    % (NCCL_TAG, os.path.relpath(NCCL_LIST, TOP), NCCL_REGEN))
+    with open(NCCL_LIST) as handle:
+        tag, _commit, names = checker.parse_nccl_list(handle.read())
+    problem = checker.nccl_list_problem(tag, NCCL_TAG, NCCL_REGEN)
+    if problem:
+        pytest.fail(problem)
+    return names
+
+
+@pytest.fixture(scope="session")
+def contract():
+    """Everything collected and the releases' answer, computed once."""
+    _nccl_names()  # refuse to run against an NCCL list of another tag
+    check = subprocess.run([sys.executable, os.path.join(TOP, "tools", "contract_setup.py"), "--check"],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        pytest.fail("the pinned releases are not in the cache: %s" % (check.stdout + check.stderr).strip())
+    # The probe imports vLLM and Ray (seconds) while the inventories render.
+    probe = subprocess.Popen([VENV_PYTHON, os.path.join(HERE, "upstream_probe.py")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        rendered = collect.render_all()
+    except Exception:
+        probe.kill()
+        probe.communicate()
+        raise
+    items = collect.collect(rendered)
+    seeds = collect.seed_argvs()
+    generated, refused = collect.generated_argvs()
+    groups = {"inventories": items["vllm"], "seeds": seeds, "generated": generated, "known-bad": [
+        {"argv": a, "origin": "known-bad"} for a in KNOWN_BAD_VLLM]}
+    vllm_argvs = [i["argv"] for g in groups.values() for i in g]
+    request = {"vllm_argvs": vllm_argvs, "ray_argvs": [i["argv"] for i in items["ray"]] + KNOWN_BAD_RAY}
+    out, err = probe.communicate(json.dumps(request))
+    if probe.returncode != 0:
+        pytest.fail("the upstream probe failed in %s:\n%s" % (VENV_PYTHON, err[-4000:]))
+    answer = json.loads(out)
+    verdicts, start = {}, 0
+    for name, group in groups.items():
+        verdicts[name] = answer["vllm"][start:start + len(group)]
+        start += len(group)
+    n_ray = len(items["ray"])
+    return {"rendered": rendered, "items": items, "groups": groups, "verdicts": verdicts, "answer": answer,
+            "ray_verdicts": answer["ray"][:n_ray], "ray_bad_verdicts": answer["ray"][n_ray:],
+            "refused": refused, "env": items["env"] + collect.rulebook_env()}
+
+
+def _report(messages, what):
+    if messages:
+        pytest.fail("%d %s:\n%s" % (len(messages), what, "\n".join(messages)), pytrace=False)
+
+
+def test_releases_are_the_rule_books(contract):
+    assert contract["answer"]["vllm_version"] == rulebook.setting("vllm_version")
+    assert contract["answer"]["ray_version"] == rulebook.setting("ray_version")
+
+
+def test_every_example_inventory_was_rendered(contract):
+    assert sorted(contract["rendered"]) == collect.EXAMPLES
+    for inv, hosts in contract["rendered"].items():
+        assert hosts, "inventories/%s rendered no host" % inv
+    assert contract["groups"]["inventories"], "no vLLM unit rendered from any inventory"
+    assert contract["items"]["ray"], "no Ray unit rendered from any inventory"
+
+
+@pytest.mark.parametrize("group", ["inventories", "seeds", "generated"])
+def test_vllm_serve_accepts_every_argv(contract, group):
+    items, verdicts = contract["groups"][group], contract["verdicts"][group]
+    assert items, "nothing collected for %s" % group
+    _report(checker.check_argvs(items, verdicts, VLLM, collect.flag_origin),
+            "vllm serve argv(s) of the %s the pinned vLLM refuses" % group)
+
+
+def test_generated_entries_cover_the_schema(contract):
+    """The generator renders hundreds of entries; a schema change that breaks it shows here."""
+    assert len(contract["groups"]["generated"]) > 200, contract["refused"]
+
+
+def test_json_options_checked_against_their_config_class(contract):
+    checked = {c["flag"]: c["class"] for v in contract["verdicts"]["inventories"] + contract["verdicts"]["seeds"]
+               for c in v.get("json", [])}
+    assert checked.get("--speculative-config", "").endswith(".SpeculativeConfig"), checked
+
+
+def test_the_real_vllm_parser_refuses_known_bad_argvs(contract):
+    for argv, verdict in zip(KNOWN_BAD_VLLM, contract["verdicts"]["known-bad"]):
+        assert not verdict["ok"], "%s accepted %s" % (VLLM, argv)
+
+
+def test_ray_start_accepts_every_unit_argv(contract):
+    _report(checker.check_argvs(contract["items"]["ray"], contract["ray_verdicts"], RAY),
+            "ray start argv(s) the pinned Ray refuses")
+
+
+def test_the_real_ray_command_refuses_a_known_bad_flag(contract):
+    assert contract["ray_bad_verdicts"] and not any(v["ok"] for v in contract["ray_bad_verdicts"])
+
+
+def test_every_variable_is_read_by_its_release(contract):
+    answer = contract["answer"]
+    known = {"vllm": ("%s (vllm/envs.py)" % VLLM, set(answer["vllm_env"])),
+             "ray": ("%s (its Python sources and _raylet.so)" % RAY,
+                     set(answer["ray_env_python"]) | set(answer["ray_env_raylet"])),
+             "nccl": ("NCCL %s (%s)" % (NCCL_TAG, os.path.relpath(NCCL_LIST, TOP)), _nccl_names())}
+    families = {checker.family(i["name"]) for i in contract["env"]}
+    assert {"vllm", "ray", "nccl"} <= families, families
+    print("not checked (no pinned source here): %s" % ", ".join(checker.unchecked(contract["env"])))
+    for name, reason in sorted(NOT_FOR_THE_RELEASE.items()):
+        print("set for someone else: %s: %s" % (name, reason))
+    _report(checker.check_env(contract["env"], known, collect.where_set, NOT_FOR_THE_RELEASE),
+            "variable(s) the collection sets that the pinned release never reads")
+
+
+def test_nccl_list_is_of_the_rule_books_tag():
+    names = _nccl_names()
+    for name in ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_NET_PLUGIN", "NCCL_DEBUG", "NCCL_IB_GID_INDEX"):
+        assert name in names, "%s missing from %s: the extractor lost a kind of read" % (name, NCCL_LIST)
+
+
+# Rule book settings that name vLLM values, and where vLLM lists them. A rule that
+# forbids a name the release does not know guards nothing; one that picks it breaks.
+VOCABULARY = {
+    "vllm_moe_backend": "--moe-backend",
+    "vllm_forbidden_moe_backends": "--moe-backend",
+    "vllm_attention_backend": "--attention-backend",
+    "vllm_forbidden_attention_backends": "--attention-backend",
+    "kv_cache_dtype_default": "--kv-cache-dtype",
+    "kv_cache_dtype_allowed": "--kv-cache-dtype",
+    "speculative_method": "--speculative-config method",
+    "speculative_forbidden_methods": "--speculative-config method",
+}
+
+
+def test_the_rule_books_vllm_names_are_the_releases(contract):
+    vocabulary = contract["answer"]["vllm_vocabulary"]
+    messages = []
+    for key, where in sorted(VOCABULARY.items()):
+        values = rulebook.setting(key)
+        for value in values if isinstance(values, list) else [values]:
+            if value not in vocabulary[where]:
+                messages.append("%s: %r (rule %s, setting %s) is not a value of %s %s (it has: %s)" % (
+                    where, value, rulebook.SETTING_OWNER[key], key, VLLM, where, ", ".join(vocabulary[where])))
+    _report(messages, "rule book value(s) the pinned vLLM does not know")
+

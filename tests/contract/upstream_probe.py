@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Runs inside the contract venv (tools/contract_setup.py): asks the pinned releases themselves.
+
+    upstream_probe.py --smoke          build both parsers, print the versions (setup's check)
+    upstream_probe.py < request.json   answer a request of the contract test (JSON on stdout)
+
+Request: {"vllm_argvs": [[...], ...], "ray_argvs": [[...], ...]}; each argv as the
+collection renders it (starting with .../vllm serve or .../ray start).
+Answer:  versions; per vllm argv the real `vllm serve` parser's verdict and the
+JSON options checked against their config classes; per ray argv the verdict
+of Ray's click command `ray start`; the names vllm/envs.py reads; the RAY_*
+names in Ray's Python sources and compiled into _raylet.so.
+
+Values: argparse checks choices and types; a value the parser takes as a string
+(--attention-backend) is then put through its config class's own field
+validators and pydantic type, as vLLM does when it builds the config.
+
+The only stand-in: vLLM resolves its platform (DeviceConfig's default) while the
+parser is built, and its CUDA platform loads vllm/_C.abi3.so, compiled against
+the CUDA torch the real GB10 venv has. A bare Platform that says "cuda" (vLLM's
+own interface class, no kernels) is set as the current platform instead: on
+0.19.0 no platform overrides pre_register_and_update, the one platform hook the
+parser calls, so the parser is the one a GB10 builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+import typing
+
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+class ParseError(Exception):
+    pass
+
+
+def _use_cuda_stand_in():
+    import vllm.platforms as platforms
+    from vllm.platforms.interface import Platform, PlatformEnum
+
+    class ParserOnlyCuda(Platform):
+        """vLLM's Platform interface saying 'cuda', without the CUDA kernels (see the module doc)."""
+        _enum = PlatformEnum.CUDA
+        device_name = "cuda"
+        device_type = "cuda"
+        dispatch_key = "CUDA"
+
+    platforms._current_platform = ParserOnlyCuda()
+
+
+def vllm_parser():
+    _use_cuda_stand_in()
+    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    class Strict(FlexibleArgumentParser):
+        def error(self, message):
+            raise ParseError(message)
+
+    # As vllm/entrypoints/cli/serve.py builds the `serve` subcommand.
+    parser = make_arg_parser(Strict(prog="vllm serve"))
+    parser.add_argument("--grpc", action="store_true", default=False)
+    return parser
+
+
+def _unwrap(hint):
+    """Optional[X] / X | None -> [X, ...] without NoneType."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union,) or type(hint).__name__ == "UnionType":
+        return [a for a in args if a is not type(None)]
+    return [hint]
+
+
+def _config_class(dest):
+    """The config class a JSON option of `vllm serve` is built into (None: a plain dict)."""
+    from vllm.engine.arg_utils import EngineArgs
+    import vllm.config as config
+    explicit = {"speculative_config": "SpeculativeConfig"}  # EngineArgs keeps it a dict; VllmConfig builds this
+    if dest in explicit:
+        return getattr(config, explicit[dest])
+    try:
+        hint = typing.get_type_hints(EngineArgs).get(dest)
+    except Exception:  # pragma: no cover - annotations that do not resolve
+        hint = EngineArgs.__annotations__.get(dest)
+    for cand in _unwrap(hint) if hint is not None else []:
+        if isinstance(cand, type) and dataclasses.is_dataclass(cand):
+            return cand
+    return None
+
+
+def check_json_option(flag, dest, value):
+    """Problems of one JSON option's keys and Literal values against its config class."""
+    cls = _config_class(dest)
+    if cls is None or not isinstance(value, dict):
+        return {"flag": flag, "class": None, "problems": []}
+    fields = {f.name for f in dataclasses.fields(cls)}
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # pragma: no cover
+        hints = {}
+    problems = []
+    for key in sorted(value):
+        if key not in fields:
+            problems.append("%s has no field %r (fields: %s)" % (cls.__name__, key, ", ".join(sorted(fields))))
+            continue
+        for cand in _unwrap(hints.get(key, object)):
+            if typing.get_origin(cand) is typing.Literal:
+                if value[key] not in typing.get_args(cand):
+                    problems.append("%s.%s is %r; %s accepts %s" % (
+                        cls.__name__, key, value[key], cls.__name__, ", ".join(map(repr, typing.get_args(cand)))))
+    return {"flag": flag, "class": cls.__module__ + "." + cls.__name__, "problems": problems}
+
+
+def config_fields(parser):
+    """{dest: (config class, field)} for the options vLLM adds per config class (argument group
+    titled with the class name, e.g. AttentionConfig: --attention-backend -> backend)."""
+    import vllm.config as config
+    found = {}
+    for group in parser._action_groups:
+        cls = getattr(config, group.title or "", None)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            continue
+        names = {f.name for f in dataclasses.fields(cls)}
+        for action in group._group_actions:
+            parts = action.dest.split("_")
+            for i in range(len(parts)):
+                if "_".join(parts[i:]) in names:
+                    found[action.dest] = (cls, "_".join(parts[i:]))
+                    break
+    return found
+
+
+def check_field_value(cls, field, value):
+    """The value as the config class would take it: its mode='before' field validators, then
+    pydantic against the field's type. A message when refused, None when taken or when the
+    type cannot be checked alone (counted as unchecked by the caller)."""
+    import pydantic
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    try:
+        if decorators is not None:
+            for dec in decorators.field_validators.values():
+                if field in dec.info.fields and dec.info.mode == "before":
+                    value = dec.func(value) if not hasattr(dec.func, "__func__") else dec.func.__func__(cls, value)
+        hint = typing.get_type_hints(cls)[field]
+        pydantic.TypeAdapter(hint).validate_python(value)
+    except (pydantic.ValidationError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        return "%s.%s refuses %r: %s" % (cls.__name__, field, value, " ".join(first[:3])[:300])
+    except Exception:  # noqa: BLE001 - a type pydantic cannot build alone: not this check's business
+        return None
+    return None
+
+
+def vllm_verdict(parser, argv, fields=None):
+    args = list(argv)
+    if len(args) >= 2 and args[1] == "serve":
+        args = args[2:]
+    try:
+        ns = parser.parse_args(args)
+    except ParseError as exc:
+        return {"ok": False, "error": str(exc), "json": []}
+    except SystemExit as exc:  # a type function that exits
+        return {"ok": False, "error": "exit %s" % exc.code, "json": []}
+    flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+    # What `vllm serve` checks right after parsing (ServeSubcommand.validate).
+    from vllm.entrypoints.openai.cli_args import validate_parsed_serve_args
+    try:
+        validate_parsed_serve_args(ns)
+    except Exception as exc:  # noqa: BLE001 - the CLI turns any of these into an exit
+        return {"ok": False, "error": str(exc), "json": []}
+    checked = []
+    for flag, dest, plugin, registry in (
+            ("--tool-call-parser", "tool_call_parser", "tool_parser_plugin", "vllm.tool_parsers:ToolParserManager"),
+            ("--reasoning-parser", "reasoning_parser", "reasoning_parser_plugin",
+             "vllm.reasoning:ReasoningParserManager")):
+        value = getattr(ns, dest, None)
+        if value and not getattr(ns, plugin, None):
+            module, _, name = registry.partition(":")
+            names = getattr(__import__(module, fromlist=[name]), name).list_registered()
+            checked.append({"flag": flag, "class": name, "problems": [] if value in names else [
+                "%s %r is not a parser vLLM registers (%s)" % (flag, value, ", ".join(sorted(names)))]})
+    for action in parser._actions:
+        if not set(action.option_strings) & flags:
+            continue
+        value = getattr(ns, action.dest, None)
+        if isinstance(value, dict):
+            checked.append(check_json_option(action.option_strings[0], action.dest, value))
+        elif fields and action.dest in fields and value is not None:
+            problem = check_field_value(fields[action.dest][0], fields[action.dest][1], value)
+            checked.append({"flag": action.option_strings[0], "class": fields[action.dest][0].__name__,
+                            "problems": ["%s: %s" % (action.option_strings[0], problem)] if problem else []})
+    bad = [p for c in checked for p in c["problems"]]
+    return {"ok": not bad, "error": "; ".join(bad) if bad else None, "json": checked}
+
+
+def vllm_options(parser):
+    return sorted({o for a in parser._actions for o in a.option_strings})
+
+
+def ray_start():
+    from ray.scripts.scripts import start
+    return start
+
+
+def ray_verdict(start, argv):
+    import click
+    args = list(argv)
+    if len(args) >= 2 and args[1] == "start":
+        args = args[2:]
+    try:
+        start.make_context("ray start", args)
+    except click.exceptions.ClickException as exc:
+        return {"ok": False, "error": exc.format_message()}
+    return {"ok": True, "error": None}
+
+
+IDENT = re.compile(rb"(?<![A-Za-z0-9_])RAY_[A-Za-z0-9_]+")
+
+
+def ray_env_names():
+    import ray
+    root = os.path.dirname(ray.__file__)
+    py, so = set(), set()
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".py"):
+                with open(path, "rb") as handle:
+                    py.update(m.decode() for m in re.findall(rb"[\"'](RAY_[A-Za-z0-9_]+)[\"']", handle.read()))
+            elif name == "_raylet.so":
+                with open(path, "rb") as handle:
+                    # NUL-terminated C strings that are exactly a name (RayConfig reads RAY_<entry>).
+                    so.update(m.decode() for m in re.findall(rb"(?<=\x00)(RAY_[A-Za-z0-9_]+)(?=\x00)", handle.read()))
+    return sorted(py), sorted(so)
+
+
+def vllm_vocabulary(parser):
+    """The names vLLM accepts for the values the rule book picks or forbids."""
+    from vllm.config import SpeculativeConfig
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    choices = {a.dest: sorted(a.choices) for a in parser._actions if a.choices}
+    methods = []
+    for cand in _unwrap(typing.get_type_hints(SpeculativeConfig)["method"]):
+        if typing.get_origin(cand) is typing.Literal:
+            methods.extend(typing.get_args(cand))
+    return {
+        "--moe-backend": choices.get("moe_backend", []),
+        "--kv-cache-dtype": choices.get("kv_cache_dtype", []),
+        "--attention-backend": sorted(m.name for m in AttentionBackendEnum),
+        "--speculative-config method": sorted(methods),
+    }
+
+
+def vllm_env_names():
+    import vllm.envs as envs
+    return sorted(envs.environment_variables)
+
+
+def main():
+    if "--smoke" in sys.argv:
+        parser = vllm_parser()
+        start = ray_start()
+        import ray
+        import vllm
+        print("upstream_probe: vllm %s serve parser (%d options), ray %s start (%d params)" % (
+            vllm.__version__, len(vllm_options(parser)), ray.__version__, len(start.params)))
+        return 0
+    # Parsers first, then the request: the test starts this while it renders the inventories.
+    parser = vllm_parser()
+    start = ray_start()
+    request = json.load(sys.stdin)
+    import ray
+    import vllm
+    fields = config_fields(parser)
+    py, so = ray_env_names()
+    answer = {
+        "vllm_version": vllm.__version__,
+        "ray_version": ray.__version__,
+        "vllm_options": vllm_options(parser),
+        "vllm_env": vllm_env_names(),
+        "vllm_vocabulary": vllm_vocabulary(parser),
+        "ray_env_python": py,
+        "ray_env_raylet": so,
+        "ray_start_options": sorted({o for p in start.params for o in list(p.opts) + list(p.secondary_opts)}),
+        "vllm": [vllm_verdict(parser, argv, fields) for argv in request.get("vllm_argvs", [])],
+        "ray": [ray_verdict(start, argv) for argv in request.get("ray_argvs", [])],
+    }
+    json.dump(answer, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
