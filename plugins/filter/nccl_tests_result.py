@@ -55,9 +55,9 @@ _value:
     floor_gbps: {description: The floor applied., type: float}
     transport:
       description:
-        - C(roce) (a channel via NET/IB), C(socket) (a channel via NET/Socket), C(p2p) or C(shm) (every channel
+        - "C(roce) (a channel via NET/IB), C(socket) (a channel via NET/Socket), C(p2p) or C(shm) (every channel
           inside one host: no network was used, so the run proves nothing about RoCE), or C(unknown) (no channel
-          lines: NCCL_DEBUG=INFO not set, or the run died before connecting).
+          lines: NCCL_DEBUG=INFO not set, or the run died before connecting)."
       type: str
     transports: {description: "Every transport the channel lines name, e.g. C([p2p]) or C([roce, p2p]).", type: list}
     failure:
