@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -84,17 +85,31 @@ def _strip_required(spec):
     return spec
 
 
+# Variables checked item by item elsewhere, once they are of the right type.
+DEEPER = ("sparkfleet_models", "vllm_service_models")
+
+
 def check_variable_types(host, host_vars, role_specs):
     """Type, choices and sub-option checks of every role variable the inventory sets."""
     findings = []
+    reported = set()
     for role, options in sorted(role_specs.items()):
         for name, spec in sorted(options.items()):
-            if name not in host_vars:
-                continue
+            if name not in host_vars or name in reported:
+                continue  # a variable several roles read (and document) is reported once
             value = host_vars[name]
-            validator = ArgumentSpecValidator({name: _strip_required(spec)})
-            result = validator.validate({name: value})
-            for message in result.error_messages:
+            if name in DEEPER and isinstance(value, list):
+                continue  # a list: check_models checks every entry, with the schema
+            messages = []
+            if spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list)):
+                # Ansible would quietly turn a mapping or list into its text, and the role would use that.
+                messages.append("must be a string, got a %s" % ("mapping" if isinstance(value, dict) else "list"))
+            else:
+                validator = ArgumentSpecValidator({name: _strip_required(spec)})
+                messages = validator.validate({name: value}).error_messages
+            if messages:
+                reported.add(name)
+            for message in messages:
                 findings.append(Finding(
                     host, name, value, message,
                     "set %s as roles/%s/meta/argument_specs.yml describes it (type %s%s)" % (
@@ -156,6 +171,8 @@ def check_fabric(fleet, subnet_default=None):
         host_vars = fleet[host]
         address = host_vars.get("sparkfleet_fabric_address")
         subnet = host_vars.get("sparkfleet_fabric_subnet") or subnet_default
+        if not isinstance(address, (str, type(None))) or not isinstance(subnet, (str, type(None))):
+            continue  # not text: check_variable_types names it
         if not address:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "no fabric address",
                                     "give every Spark its own address inside sparkfleet_fabric_subnet in host_vars"))
@@ -171,7 +188,7 @@ def check_fabric(fleet, subnet_default=None):
                 elif net.size > 2 and ip in (net.network, net.broadcast):
                     findings.append(Finding(host, "sparkfleet_fabric_address", address,
                                             "is the network or broadcast address of %s" % subnet, "pick a host address"))
-            except (ValueError, netaddr.AddrFormatError) as exc:
+            except (TypeError, ValueError, netaddr.AddrFormatError) as exc:
                 findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address/subnet: %s" % exc,
                                         "write it as a.b.c.d inside sparkfleet_fabric_subnet (a.b.c.d/nn)"))
                 continue
@@ -317,6 +334,8 @@ def check_models(fleet, entry_check, memory_split, utilization):
                 findings.append(Finding(host, _var(index, model, problem.key), problem.value, problem.problem, problem.fix))
             for problem in cluster_problems:
                 key = _CLUSTER_KEY_TO_ENTRY.get(problem.key, problem.key)
+                if key == "executor" and "executor" not in model:
+                    continue  # it came from sparkfleet_executor, whose own check names it
                 findings.append(Finding(host, _var(index, model, key), model.get(key, problem.value),
                                         problem.problem, problem.fix))
             if not problems:
@@ -372,6 +391,14 @@ def _check_memory(host, gb10, services, memory_split, utilization):
     return []
 
 
+def _flag(value):
+    """An inventory boolean as Ansible reads it: the string "false" of an INI inventory is false."""
+    try:
+        return boolean(value, strict=False)
+    except TypeError:
+        return False
+
+
 DRIVER_VARIABLE = "driver version (nvidia-smi / /proc/driver/nvidia/version)"
 
 
@@ -410,7 +437,7 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
             fabric = {
                 "interface": host_vars.get("sparkfleet_fabric_ifname") or "enp1s0f1np1",
                 "address": host_vars.get("sparkfleet_fabric_address"),
-                "allow_socket_fallback": bool(host_vars.get("sparkfleet_allow_socket_fallback", False)),
+                "allow_socket_fallback": _flag(host_vars.get("sparkfleet_allow_socket_fallback", False)),
             }
             try:
                 nccl_env(gb10, fabric, host)

@@ -134,8 +134,26 @@ def _check_type(value, kind):
     return isinstance(value, _TYPES[kind])
 
 
+_TYPE_WORDS = {"str": "a string", "path": "a path", "int": "an integer", "float": "a number", "bool": "true or false",
+               "dict": "a mapping", "list": "a list"}
+_ELEMENT_WORDS = {"str": "strings", "path": "paths", "int": "integers", "float": "numbers", "bool": "booleans",
+                  "dict": "mappings", "list": "lists"}
+
+
 def _describe(rule):
-    return "a %s%s" % (rule["type"], " of %s" % rule["elements"] if rule.get("elements") else "")
+    if rule.get("elements"):
+        return "a list of %s" % _ELEMENT_WORDS[rule["elements"]]
+    return _TYPE_WORDS[rule["type"]]
+
+
+def type_word(value):
+    """What a value is, in the user's words (not the class name Ansible wraps strings in)."""
+    if value is None:
+        return "null"
+    for kind in ("bool", "int", "float", "str", "dict", "list"):
+        if isinstance(value, _TYPES[kind]):
+            return _TYPE_WORDS[kind]
+    return type(value).__name__
 
 
 def check(entry, spec):
@@ -144,7 +162,7 @@ def check(entry, spec):
     Returns ``(normalized, problems)``: every problem found, and the entry with defaults filled
     in, where a key with a problem holds its default so later checks do not trip over it."""
     if not isinstance(entry, dict):
-        return None, [Problem(None, entry, "expected a mapping (dict), got %s %r" % (type(entry).__name__, entry),
+        return None, [Problem(None, entry, "expected a mapping, got %s %r" % (type_word(entry), entry),
                               "write the entry as key: value pairs (keys: %s)" % ", ".join(sorted(spec)))]
     problems = []
     out = {}
@@ -166,12 +184,12 @@ def check(entry, spec):
             continue
         value = entry[key]
         if not _check_type(value, rule["type"]):
-            problems.append(Problem(key, value, "must be %s, got %s" % (_describe(rule), type(value).__name__),
+            problems.append(Problem(key, value, "must be %s, got %s" % (_describe(rule), type_word(value)),
                                     "write '%s' as %s (%s)" % (key, _describe(rule), rule["description"])))
             continue
         if rule.get("elements") and not all(_check_type(v, rule["elements"]) for v in value):
-            problems.append(Problem(key, value, "every item must be a %s" % rule["elements"],
-                                    "write each item of '%s' as a %s" % (key, rule["elements"])))
+            problems.append(Problem(key, value, "must be %s" % _describe(rule),
+                                    "write each item of '%s' as %s" % (key, _TYPE_WORDS[rule["elements"]])))
             continue
         if rule.get("choices") and value not in rule["choices"]:
             close = difflib.get_close_matches(str(value), [str(c) for c in rule["choices"]], n=1)

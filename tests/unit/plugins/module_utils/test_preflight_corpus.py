@@ -233,6 +233,51 @@ def test_misspellings_suggest_the_key():
     assert finding.fix == "rename it to 'tensor_parallel_size'"
 
 
+# ------------------------------------------------------------------ fleet-wide variables, from their argument spec
+FLEET_SPEC = ROLE_SPECS["preflight"]
+WRONG_VARIABLE_TYPE = {"str": {"not": "a string"}, "path": {"not": "a path"}, "int": "many", "bool": "perhaps",
+                       "list": {"not": "a list"}}
+
+
+def _variable_cases():
+    cases = []
+    for name, spec in sorted(FLEET_SPEC.items()):
+        cases.append(pytest.param(name, WRONG_VARIABLE_TYPE[spec.get("type", "str")], name, id="%s-wrong-type" % name))
+        if spec.get("choices"):
+            cases.append(pytest.param(name, "nope", name, id="%s-wrong-value" % name))
+        typo = _misspell(name)
+        cases.append(pytest.param(name, "x", typo, id="%s-misspelt-%s" % (name, typo)))
+    return cases
+
+
+@pytest.mark.parametrize("name, value, named", _variable_cases())
+def test_each_fleet_variable_mistake_is_found_on_its_host(name, value, named):
+    fleet = valid_fleet()
+    fleet["spark-7"][named] = value
+    findings = preflight(fleet)
+    for finding in findings:
+        assert_well_formed(finding)
+        assert finding.host == "spark-7", [str(f) for f in findings]
+    ours = [f for f in findings if f.variable == named]
+    assert len(ours) == 1 and ours[0].value == value, [str(f) for f in findings]
+    if named != name:
+        assert ours[0].fix == "did you mean %s?" % name
+
+
+def test_a_model_entry_that_is_not_a_mapping_is_reported_once():
+    fleet = valid_fleet()
+    fleet["spark-8"]["sparkfleet_models"][1] = "nemotron-9b"
+    (finding,) = preflight(fleet)
+    assert (finding.host, finding.variable, finding.value) == ("spark-8", "sparkfleet_models[1]", "nemotron-9b")
+
+
+def test_an_executor_from_the_host_is_named_there_not_on_each_model():
+    fleet = valid_fleet()
+    fleet["spark-8"]["sparkfleet_executor"] = "slurm"
+    (finding,) = preflight(fleet)
+    assert (finding.host, finding.variable, finding.value) == ("spark-8", "sparkfleet_executor", "slurm")
+
+
 # ------------------------------------------------------------------ cross-host constraints
 def _model(fleet, host, index=0):
     return fleet[host]["sparkfleet_models"][index]
@@ -369,7 +414,7 @@ CROSS_HOST = [
     (model_port_in_ray_worker_range, {("spark-3", "sparkfleet_models[0] (llama-405b).port")}, "worker port range"),
     (rendezvous_port_on_an_api_port, {("spark-1", "sparkfleet_models[0] (qwen35-122b).master_port")}, "already used"),
     (master_port_wrong_type, {("spark-1", "sparkfleet_models[0] (qwen35-122b).master_port"),
-                              ("spark-2", "sparkfleet_models[0] (qwen35-122b).master_port")}, "must be a int"),
+                              ("spark-2", "sparkfleet_models[0] (qwen35-122b).master_port")}, "must be an integer, got a string"),
     (executor_unknown, {("spark-1", "sparkfleet_models[0] (qwen35-122b).executor"),
                         ("spark-2", "sparkfleet_models[0] (qwen35-122b).executor")}, "not one of mp, ray"),
     (memory_over_the_ceiling, {("spark-8", "sparkfleet_models[*].gpu_memory_utilization")}, "above the ceiling"),
