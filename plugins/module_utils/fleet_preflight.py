@@ -147,8 +147,14 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
 PLACEMENT_KEYS = ("nodes", "executor", "master_port")
 
 
+def _models_var(host_vars):
+    """The variable the host's models are read from: vllm_service serves vllm_service_models, which
+    defaults to sparkfleet_models; an inventory may set it directly."""
+    return "vllm_service_models" if "vllm_service_models" in host_vars else "sparkfleet_models"
+
+
 def _models(host_vars):
-    models = host_vars.get("sparkfleet_models") or []
+    models = host_vars.get(_models_var(host_vars)) or []
     return models if isinstance(models, list) else []
 
 
@@ -156,8 +162,8 @@ def _entry(model):
     return dict((k, v) for k, v in model.items() if k not in PLACEMENT_KEYS)
 
 
-def _var(index, model, key=None):
-    name = "sparkfleet_models[%d]" % index
+def _var(host_vars, index, model, key=None):
+    name = "%s[%d]" % (_models_var(host_vars), index)
     if isinstance(model, dict) and model.get("name"):
         name += " (%s)" % model["name"]
     return name + ("." + key if key else "")
@@ -210,7 +216,8 @@ _CLUSTER_KEY_TO_ENTRY = {"executor": "executor", "master_port": "master_port", "
 
 def _check_nodes(fleet, host, index, model, nodes):
     """The ``nodes`` of an entry: a non-empty list of distinct inventory hosts that holds this host."""
-    variable = _var(index, model, "nodes")
+    host_vars = fleet[host]
+    variable = _var(host_vars, index, model, "nodes")
     if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) for n in nodes):
         return [Finding(host, variable, nodes, "must be a non-empty list of inventory hostnames",
                         "write nodes: [%s, ...] (the first node serves the API)" % host)]
@@ -250,13 +257,13 @@ def _check_members(fleet, host, index, model, nodes, seen):
             entries = [m for m in _models(member_vars) if isinstance(m, dict) and m.get("name") == name]
             if not entries:
                 report(("missing", member, name), Finding(
-                    member, "sparkfleet_models", [m.get("name") for m in _models(member_vars) if isinstance(m, dict)],
+                    member, _models_var(member_vars), [m.get("name") for m in _models(member_vars) if isinstance(m, dict)],
                     "model %s spans %s but is missing from this member" % (name, ", ".join(nodes)),
                     "give every member the same entry (put it in the cluster's group_vars)"))
             elif entries[0] != model:
                 differ = sorted(k for k in set(entries[0]) | set(model) if entries[0].get(k) != model.get(k))
                 report(("differs", tuple(sorted((host, member))), name), Finding(
-                    member, "sparkfleet_models (%s).%s" % (name, differ[0]), entries[0].get(differ[0]),
+                    member, "%s (%s).%s" % (_models_var(member_vars), name, differ[0]), entries[0].get(differ[0]),
                     "differs from the entry of the same model on %s (%r); keys that differ: %s" % (
                         host, model.get(differ[0]), ", ".join(differ)),
                     "give every member the same entry (put it in the cluster's group_vars)"))
@@ -294,12 +301,12 @@ def check_models(fleet, entry_check, memory_split, utilization):
         local_services = []
         for index, model in enumerate(_models(host_vars)):
             if not isinstance(model, dict):
-                findings.append(Finding(host, _var(index, model), model, "a model entry must be a mapping",
+                findings.append(Finding(host, _var(host_vars, index, model), model, "a model entry must be a mapping",
                                         "see the model entry keys in roles/vllm_service/README.md"))
                 continue
             name = model.get("name")
             if isinstance(name, str) and name in names:
-                findings.append(Finding(host, _var(index, model, "name"), name,
+                findings.append(Finding(host, _var(host_vars, index, model, "name"), name,
                                         "also the name of sparkfleet_models[%d] on this host" % names[name],
                                         "give each model of a host its own name (it names the unit)"))
             elif isinstance(name, str):
@@ -313,7 +320,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
                 findings.extend(_check_members(fleet, host, index, model, nodes, seen))
             port = model.get("port", 8000)
             if port in ports and not isinstance(port, (dict, list)):
-                findings.append(Finding(host, _var(index, model, "port"), port, "already used by %s on this host" % ports[port],
+                findings.append(Finding(host, _var(host_vars, index, model, "port"), port, "already used by %s on this host" % ports[port],
                                         "give each model on a host its own port"))
             if not isinstance(port, (dict, list)):
                 ports.setdefault(port, name)
@@ -331,16 +338,16 @@ def check_models(fleet, entry_check, memory_split, utilization):
             # A problem of the host's facts (key None: the driver) is reported once per host by check_host_facts.
             problems = [p for p in problems if p.key is not None]
             for problem in problems:
-                findings.append(Finding(host, _var(index, model, problem.key), problem.value, problem.problem, problem.fix))
+                findings.append(Finding(host, _var(host_vars, index, model, problem.key), problem.value, problem.problem, problem.fix))
             for problem in cluster_problems:
                 key = _CLUSTER_KEY_TO_ENTRY.get(problem.key, problem.key)
                 if key == "executor" and "executor" not in model:
                     continue  # it came from sparkfleet_executor, whose own check names it
-                findings.append(Finding(host, _var(index, model, key), model.get(key, problem.value),
+                findings.append(Finding(host, _var(host_vars, index, model, key), model.get(key, problem.value),
                                         problem.problem, problem.fix))
             if not problems:
                 local_services.append(_entry(model))
-        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization))
+        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization, _models_var(host_vars)))
     return findings
 
 
@@ -364,7 +371,7 @@ def _sized(entry):
     return (entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS)
 
 
-def _check_memory(host, gb10, services, memory_split, utilization):
+def _check_memory(host, gb10, services, memory_split, utilization, variable="sparkfleet_models"):
     """The models of one host fit its unified memory.
 
     With sizing keys on every entry the gpu_memory_utilization filter does the arithmetic;
@@ -378,12 +385,12 @@ def _check_memory(host, gb10, services, memory_split, utilization):
         try:
             memory_split(gb10, services, host)
         except Exception as exc:
-            return [Finding(host, "sparkfleet_models", names, str(exc),
+            return [Finding(host, variable, names, str(exc),
                             "serve fewer or smaller models on this host, shorten max_model_len, or quantize")]
         return []
     total = sum(float(m.get("gpu_memory_utilization") or utilization["default"]) for m in services)
     if round(total, 4) > utilization["ceiling"]:
-        return [Finding(host, "sparkfleet_models[*].gpu_memory_utilization", names,
+        return [Finding(host, variable + "[*].gpu_memory_utilization", names,
                         "the services of this host add up to %.2f of unified memory, above the ceiling %.2f (the page "
                         "cache and the OS compete with CUDA for the same memory)" % (total, utilization["ceiling"]),
                         "lower gpu_memory_utilization so the sum stays at or below %.2f, or move a model "
@@ -545,16 +552,16 @@ def check_cluster_layout(fleet, ray_defaults=None):
             port = model.get("port", 8000)
             # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
             if not str(used.get(port, "")).endswith("(port)"):
-                take(port, "model %s (port)" % model.get("name"), _var(index, model, "port"))
+                take(port, "model %s (port)" % model.get("name"), _var(host_vars, index, model, "port"))
             executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
             if len(nodes) > 1 and executor == "mp":
                 take(model.get("master_port", 29501), "model %s (master_port)" % model.get("name"),
-                     _var(index, model, "master_port"))
+                     _var(host_vars, index, model, "master_port"))
             if worker_range:
                 for key in ("port", "master_port"):
                     value = model.get(key)
                     if isinstance(value, int) and worker_range[0] <= value <= worker_range[1]:
-                        findings.append(Finding(host, _var(index, model, key), value,
+                        findings.append(Finding(host, _var(host_vars, index, model, key), value,
                                                 "inside Ray's worker port range %d-%d" % worker_range,
                                                 "choose a port outside %d-%d" % worker_range))
     return findings

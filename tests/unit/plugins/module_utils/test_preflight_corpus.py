@@ -278,6 +278,16 @@ def test_an_executor_from_the_host_is_named_there_not_on_each_model():
     assert (finding.host, finding.variable, finding.value) == ("spark-8", "sparkfleet_executor", "slurm")
 
 
+def test_models_given_as_vllm_service_models_are_checked_under_that_name():
+    """vllm_service serves vllm_service_models (default: sparkfleet_models); set directly, it is what preflight checks."""
+    fleet = valid_fleet()
+    fleet["spark-7"]["vllm_service_models"] = fleet["spark-7"].pop("sparkfleet_models")
+    assert preflight(fleet) == []
+    fleet["spark-7"]["vllm_service_models"][0]["kv_cache_dtype"] = "nvfp4"
+    (finding,) = preflight(fleet)
+    assert (finding.host, finding.variable) == ("spark-7", "vllm_service_models[0] (qwen3-30b).kv_cache_dtype")
+
+
 # ------------------------------------------------------------------ cross-host constraints
 def _model(fleet, host, index=0):
     return fleet[host]["sparkfleet_models"][index]
