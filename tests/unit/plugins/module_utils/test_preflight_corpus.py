@@ -556,6 +556,18 @@ def test_each_rule_broken_once_is_refused(rule_id):
     assert ours, [str(f) for f in findings]
 
 
+@pytest.mark.parametrize("text, refused", [("false", True), ("no", True), ("0", True), ("true", False), ("yes", False)])
+def test_socket_fallback_as_an_ini_inventory_writes_it(text, refused):
+    """[sparks:vars] of an INI inventory hands strings over: "false" must not allow the fallback."""
+    fleet = valid_fleet()
+    for host in ("spark-1", "spark-2"):
+        fleet[host]["ansible_facts"] = {"gb10": facts("no_roce")}
+        fleet[host]["sparkfleet_allow_socket_fallback"] = text
+    found = [(f.host, f.variable) for f in preflight(fleet)]
+    assert found == ([("spark-1", "sparkfleet_allow_socket_fallback"), ("spark-2", "sparkfleet_allow_socket_fallback")]
+                     if refused else [])
+
+
 # ------------------------------------------------------------------ many mistakes, all at once
 def test_every_mistake_of_a_fleet_is_reported_at_once():
     fleet = valid_fleet()
