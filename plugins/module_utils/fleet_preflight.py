@@ -170,39 +170,57 @@ def _var(host_vars, index, model, key=None):
 
 
 def check_fabric(fleet, subnet_default=None):
-    """Every host has a fabric address inside the fabric subnet, and no two share one."""
+    """Every host has a fabric address, a bare IPv4 address (Ray, vLLM and NCCL take it as is)
+    inside a valid fabric subnet, and no two hosts share one."""
+    import netaddr
     findings = []
     seen = {}
+    bad_subnets = {}
     for host in sorted(fleet):
         host_vars = fleet[host]
         address = host_vars.get("sparkfleet_fabric_address")
         subnet = host_vars.get("sparkfleet_fabric_subnet") or subnet_default
         if not isinstance(address, (str, type(None))) or not isinstance(subnet, (str, type(None))):
             continue  # not text: check_variable_types names it
+        net = None
+        if subnet:
+            try:
+                net = netaddr.IPNetwork(subnet, version=4)
+                if "/" not in subnet:
+                    raise ValueError("no prefix length")
+            except (TypeError, ValueError, netaddr.AddrFormatError):
+                bad_subnets.setdefault(subnet, []).append(host)
+                net = None
         if not address:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "no fabric address",
                                     "give every Spark its own address inside sparkfleet_fabric_subnet in host_vars"))
             continue
-        if subnet:
-            try:
-                import netaddr
-                net = netaddr.IPNetwork(subnet)
-                ip = netaddr.IPAddress(str(address).split("/")[0])
-                if ip not in net:
-                    findings.append(Finding(host, "sparkfleet_fabric_address", address, "outside the fabric subnet %s" % subnet,
-                                            "pick an address inside %s" % subnet))
-                elif net.size > 2 and ip in (net.network, net.broadcast):
-                    findings.append(Finding(host, "sparkfleet_fabric_address", address,
-                                            "is the network or broadcast address of %s" % subnet, "pick a host address"))
-            except (TypeError, ValueError, netaddr.AddrFormatError) as exc:
-                findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address/subnet: %s" % exc,
-                                        "write it as a.b.c.d inside sparkfleet_fabric_subnet (a.b.c.d/nn)"))
-                continue
-        key = str(address).split("/")[0]
+        if "/" in address:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address,
+                                    "written with a prefix length; Ray, vLLM and NCCL take the address as it is",
+                                    "write the bare address %s (the prefix comes from sparkfleet_fabric_subnet)"
+                                    % address.split("/")[0]))
+            continue
+        try:
+            ip = netaddr.IPAddress(address, version=4, flags=netaddr.INET_PTON)
+        except (TypeError, ValueError, netaddr.AddrFormatError):
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address",
+                                    "write it as a.b.c.d inside sparkfleet_fabric_subnet"))
+            continue
+        if net is not None and ip not in net:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "outside the fabric subnet %s" % subnet,
+                                    "pick an address inside %s" % subnet))
+        elif net is not None and net.size > 2 and ip in (net.network, net.broadcast):
+            findings.append(Finding(host, "sparkfleet_fabric_address", address,
+                                    "is the network or broadcast address of %s" % subnet, "pick a host address"))
+        key = str(ip)
         if key in seen:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "also used by %s" % seen[key],
                                     "give each Spark its own fabric address"))
         seen.setdefault(key, host)
+    for subnet, hosts in sorted(bad_subnets.items()):
+        findings.append(Finding(", ".join(hosts), "sparkfleet_fabric_subnet", subnet, "not an IPv4 subnet a.b.c.d/nn",
+                                "write it as network/prefix, e.g. 192.168.100.0/24"))
     return findings
 
 

@@ -347,6 +347,19 @@ def fabric_address_outside_subnet(fleet):
     fleet["spark-8"]["sparkfleet_fabric_address"] = "10.0.0.8"
 
 
+def fabric_address_with_prefix(fleet):
+    fleet["spark-8"]["sparkfleet_fabric_address"] = "192.168.100.18/24"
+
+
+def fabric_address_not_an_address(fleet):
+    fleet["spark-8"]["sparkfleet_fabric_address"] = "192.168.100.318"
+
+
+def fabric_subnet_not_a_subnet(fleet):
+    for host in fleet:
+        fleet[host]["sparkfleet_fabric_subnet"] = "192.168.100.0/33"
+
+
 def tp_not_matching_nodes(fleet):
     _both(fleet, ["spark-1", "spark-2"], tensor_parallel_size=1)
 
@@ -411,6 +424,9 @@ CROSS_HOST = [
     (members_in_different_subnets, {("spark-2", "sparkfleet_fabric_subnet")}, "one fabric subnet"),
     (fabric_address_twice, {("spark-8", "sparkfleet_fabric_address")}, "also used by spark-7"),
     (fabric_address_outside_subnet, {("spark-8", "sparkfleet_fabric_address")}, "outside the fabric subnet"),
+    (fabric_address_with_prefix, {("spark-8", "sparkfleet_fabric_address")}, "write the bare address 192.168.100.18"),
+    (fabric_address_not_an_address, {("spark-8", "sparkfleet_fabric_address")}, "not an IPv4 address"),
+    (fabric_subnet_not_a_subnet, {(", ".join(HOSTS), "sparkfleet_fabric_subnet")}, "not an IPv4 subnet"),
     (tp_not_matching_nodes, {("spark-1", "sparkfleet_models[0] (qwen35-122b).tensor_parallel_size"),
                              ("spark-2", "sparkfleet_models[0] (qwen35-122b).tensor_parallel_size")},
      "TP x PP = 1 but the model spans 2 node(s)"),
