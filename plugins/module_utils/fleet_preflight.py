@@ -337,10 +337,12 @@ def check_models(fleet, entry_check, memory_split, utilization):
             if len(nodes) > 1:
                 findings.extend(_check_members(fleet, host, index, model, nodes, seen))
             port = model.get("port", 8000)
-            if port in ports and not isinstance(port, (dict, list)):
-                findings.append(Finding(host, _var(host_vars, index, model, "port"), port, "already used by %s on this host" % ports[port],
+            # Only the first node serves the API; followers run headless (mp) or only ray start (ray).
+            if nodes[0] == host and port in ports and not isinstance(port, (dict, list)):
+                findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
+                                        "already used by %s on this host" % ports[port],
                                         "give each model on a host its own port"))
-            if not isinstance(port, (dict, list)):
+            if nodes[0] == host and not isinstance(port, (dict, list)):
                 ports.setdefault(port, name)
             rank = nodes.index(host)
             executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"

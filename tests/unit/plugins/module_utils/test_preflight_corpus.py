@@ -102,6 +102,10 @@ def valid_fleet():
     return fleet
 
 
+def _model(fleet, host, index=0):
+    return fleet[host]["sparkfleet_models"][index]
+
+
 def preflight(fleet):
     return fp.check_fleet(fleet, ROLE_SPECS, CHECKS)
 
@@ -116,6 +120,18 @@ def assert_well_formed(finding):
 
 def test_the_valid_fleet_of_eight_mixed_layouts_passes():
     assert preflight(valid_fleet()) == []
+
+
+def test_a_follower_may_serve_its_own_model_on_the_port_its_cluster_model_uses_on_the_head():
+    """spark-2 follows the 2-node model headless (no API of its own), so port 8000 is free there."""
+    fleet = valid_fleet()
+    for host in ("spark-1", "spark-2"):
+        _model(fleet, host)["gpu_memory_utilization"] = 0.45
+    fleet["spark-2"]["sparkfleet_models"].append(dict(SMALL_B, port=8000))
+    assert preflight(fleet) == []
+    fleet["spark-1"]["sparkfleet_models"].append(dict(SMALL_B, port=8000))
+    found = [(f.host, f.variable) for f in preflight(fleet)]
+    assert found == [("spark-1", "sparkfleet_models[1] (nemotron-9b).port")]
 
 
 # ------------------------------------------------------------------ model entry keys, from the schema
@@ -289,10 +305,6 @@ def test_models_given_as_vllm_service_models_are_checked_under_that_name():
 
 
 # ------------------------------------------------------------------ cross-host constraints
-def _model(fleet, host, index=0):
-    return fleet[host]["sparkfleet_models"][index]
-
-
 def _both(fleet, hosts, **patch):
     for host in hosts:
         for entry in fleet[host]["sparkfleet_models"]:
