@@ -64,7 +64,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    CLUSTER_SPEC, MODEL_ENTRY_SPEC, SPECULATIVE_KEYS, Problem, check, loader_check)
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_KEYS, Problem, check, loader_check)
 
 # Flags this filter sets from entry keys: extra_args may not repeat them.
 MANAGED_FLAGS = {
@@ -131,7 +131,7 @@ def check_entry(model_entry, gb10_facts, cluster):
     Returns ``(argv, entry_problems, cluster_problems)``; ``argv`` is None when a list is not
     empty. Each problem is a :class:`Problem` (key, value, problem, fix). This is the one
     validation of a model entry: the vllm_args filter (the role) and preflight both call it."""
-    entry, problems = check(model_entry, MODEL_ENTRY_SPEC)
+    entry, problems = check(model_entry, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
     clus, cluster_problems = check(cluster or {}, CLUSTER_SPEC)
     if entry is None:
         return None, problems, cluster_problems

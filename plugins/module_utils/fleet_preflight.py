@@ -25,6 +25,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS
 
 
 class Finding(object):
@@ -141,10 +142,6 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
     return findings
 
 
-# Keys of a sparkfleet_models entry that place it on hosts (read by
-# sparkfleet.gb10.vllm_service); the rest is the model entry schema of
-# plugins/module_utils/model_entry.py.
-PLACEMENT_KEYS = ("nodes", "executor", "master_port")
 
 
 def _models_var(host_vars):

@@ -72,6 +72,10 @@ CLUSTER_SPEC = {
     "vllm_bin": {"type": "str", "default": "vllm", "description": "The vllm executable (e.g. the venv's bin/vllm)."},
 }
 
+# Keys of a sparkfleet_models entry that place it on hosts; vllm_service and preflight take them
+# off before the entry is checked against MODEL_ENTRY_SPEC (they become the cluster layout).
+PLACEMENT_KEYS = ("nodes", "executor", "master_port")
+
 SPECULATIVE_KEYS = ("method", "num_speculative_tokens", "model")
 
 # Bytes per parameter on disk/in memory by checkpoint format (group scales included).
@@ -156,11 +160,13 @@ def type_word(value):
     return type(value).__name__
 
 
-def check(entry, spec):
+def check(entry, spec, elsewhere=()):
     """Keys, types, choices and bounds of ``entry`` against ``spec``.
 
-    Returns ``(normalized, problems)``: every problem found, and the entry with defaults filled
-    in, where a key with a problem holds its default so later checks do not trip over it."""
+    ``elsewhere``: keys valid in the same place but checked by someone else (the placement keys),
+    offered as suggestions for a misspelt key. Returns ``(normalized, problems)``: every problem
+    found, and the entry with defaults filled in, where a key with a problem holds its default so
+    later checks do not trip over it."""
     if not isinstance(entry, dict):
         return None, [Problem(None, entry, "expected a mapping, got %s %r" % (type_word(entry), entry),
                               "write the entry as key: value pairs (keys: %s)" % ", ".join(sorted(spec)))]
@@ -169,7 +175,7 @@ def check(entry, spec):
     meant = set()
     for key in entry:
         if key not in spec:
-            close = difflib.get_close_matches(str(key), list(spec), n=1)
+            close = difflib.get_close_matches(str(key), list(spec) + list(elsewhere), n=1)
             meant.update(close)
             problems.append(Problem(key, entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
                                     ("rename it to '%s'" % close[0]) if close else

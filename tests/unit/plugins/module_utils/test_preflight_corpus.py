@@ -28,7 +28,8 @@ import pytest
 from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import fleet_checks
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import MINIMUM, MODEL_ENTRY_SPEC
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
+    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -239,6 +240,46 @@ def test_each_key_mistake_is_found_on_its_host_with_its_value_and_fix(key, patch
             assert ours[0].fix == "rename it to '%s'" % key, ours[0]
     # one mistake, one finding (a wrong value may not trip other checks)
     assert len(findings) == 1, findings
+
+
+# The placement keys (nodes, executor, master_port) live beside the schema's keys in an entry.
+PLACEMENT = {
+    # key: (wrong type, wrong value)
+    "nodes": ("spark-1", ["spark-1", "spark-9"]),
+    "executor": (2, "slurm"),
+    "master_port": ("29501/tcp", 70000),
+}
+
+
+def _placement_cases():
+    cases = []
+    for key in PLACEMENT_KEYS:
+        wrong_type, wrong_value = PLACEMENT[key]
+        cases.append(pytest.param({key: wrong_type}, (), key, wrong_type, id="%s-wrong-type" % key))
+        cases.append(pytest.param({key: wrong_value}, (), key, wrong_value, id="%s-wrong-value" % key))
+        typo = _misspell(key)
+        cases.append(pytest.param({typo: "x"}, (), typo, "x", id="%s-misspelt-%s" % (key, typo)))
+    return cases
+
+
+def test_every_placement_key_is_in_the_corpus():
+    assert set(PLACEMENT) == set(PLACEMENT_KEYS)
+
+
+@pytest.mark.parametrize("patch, remove, named, value", _placement_cases())
+def test_each_placement_key_mistake_is_found(patch, remove, named, value):
+    """On spark-1, the head of the 2-node model (its follower spark-2 keeps the good entry)."""
+    fleet = valid_fleet()
+    entry = _model(fleet, "spark-1")
+    entry.update(patch)
+    findings = preflight(fleet)
+    for finding in findings:
+        assert_well_formed(finding)
+    ours = [f for f in findings if f.host == "spark-1" and f.variable == "sparkfleet_models[0] (qwen35-122b).%s" % named]
+    assert len(ours) == 1 and ours[0].value == value, [str(f) for f in findings]
+    if named not in PLACEMENT_KEYS:
+        key = [k for k in PLACEMENT_KEYS if _misspell(k) == named][0]
+        assert ours[0].fix == "rename it to '%s'" % key, ours[0]
 
 
 def test_misspellings_suggest_the_key():
