@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import vllm_args
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -30,6 +30,24 @@ def _plain_vars(host_vars):
     return plain
 
 
+def fleet_checks(roles_dir=ROLES_DIR):
+    """The collection's filters and rule book values the deeper checks use (also what the unit tests use)."""
+    roles_dir = os.path.normpath(roles_dir)
+    return {
+        "entry_check": check_entry,
+        "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
+        "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
+        "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
+        "ray_defaults": dict(
+            (role, fp.load_role_defaults(roles_dir, role).get(role + "_ports") or {})
+            for role in ("ray_head", "ray_worker")),
+        "utilization": {
+            "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
+            "default": rulebook.setting("gpu_memory_utilization_safe_max"),
+        },
+    }
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("hosts",))
@@ -40,19 +58,7 @@ class ActionModule(ActionBase):
         all_hostvars = task_vars["hostvars"]
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
-        checks = {
-            "vllm_args": lambda entry, gb10, cluster, host: vllm_args(entry, gb10, cluster, host=host),
-            "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
-            "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
-            "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
-            "ray_defaults": dict(
-                (role, fp.load_role_defaults(os.path.normpath(ROLES_DIR), role).get(role + "_ports") or {})
-                for role in ("ray_head", "ray_worker")),
-            "utilization": {
-                "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
-                "default": rulebook.setting("gpu_memory_utilization_safe_max"),
-            },
-        }
+        checks = fleet_checks()
         findings = fp.check_fleet(fleet, role_specs, checks)
         result["checked_hosts"] = list(hosts)
         result["findings"] = [f.as_dict() for f in findings]

@@ -57,13 +57,14 @@ _value:
            "--attention-backend", "TRITON_ATTN", "--moe-backend", "marlin", "--quantization", "gptq_marlin"]
 """
 
+import difflib
 import json
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    CLUSTER_SPEC, MODEL_ENTRY_SPEC, SPECULATIVE_KEYS, EntryError, loader_for, normalize)
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_KEYS, Problem, check, loader_check)
 
 # Flags this filter sets from entry keys: extra_args may not repeat them.
 MANAGED_FLAGS = {
@@ -91,23 +92,27 @@ def _flag_name(arg):
     return arg.split("=", 1)[0]
 
 
-def _check_extra_args(extra, what):
+def _extra_args_problems(extra):
     forbidden_loads = rulebook.setting("vllm_forbidden_load_formats")
+    problems = []
     for i, arg in enumerate(extra):
         name = _flag_name(arg)
         value = arg.split("=", 1)[1] if "=" in arg else (extra[i + 1] if i + 1 < len(extra) else "")
         if name in rulebook.setting("vllm_forbidden_flags"):
-            _fail(what, "key 'extra_args' has %s, which the rule book forbids (rule no_enforce_eager: CUDA graphs "
-                        "off cost ~55%% throughput on SM121). Set enforce_eager: true with "
-                        "allow_enforce_eager_reason if you must" % name)
-        if name == "--load-format" and value in forbidden_loads:
-            _fail(what, "key 'extra_args' has --load-format %s: ImportError in NGC images (rule no_fastsafetensors); "
-                        "drop it, the default loader is identical at runtime" % value)
-        if name == "--api-key":
-            _fail(what, "key 'extra_args' has --api-key: a key on the command line is visible in ps. Put "
-                        "VLLM_API_KEY=... in a root-only file and set api_key_file")
-        if name in MANAGED_FLAGS:
-            _fail(what, "key 'extra_args' has %s; set '%s' instead" % (name, MANAGED_FLAGS[name]))
+            problems.append(Problem("extra_args", extra, "has %s, which the rule book forbids (rule no_enforce_eager: "
+                                    "CUDA graphs off cost ~55%% throughput on SM121)" % name,
+                                    "drop it; set enforce_eager: true with allow_enforce_eager_reason if you must"))
+        elif name == "--load-format" and value in forbidden_loads:
+            problems.append(Problem("extra_args", extra, "has --load-format %s: ImportError in NGC images "
+                                    "(rule no_fastsafetensors)" % value,
+                                    "drop it, the default loader is identical at runtime"))
+        elif name == "--api-key":
+            problems.append(Problem("extra_args", extra, "has --api-key: a key on the command line is visible in ps",
+                                    "put VLLM_API_KEY=... in a root-only file and set api_key_file"))
+        elif name in MANAGED_FLAGS:
+            problems.append(Problem("extra_args", extra, "has %s, which the collection sets itself" % name,
+                                    "set '%s' instead" % MANAGED_FLAGS[name]))
+    return problems
 
 
 def default_utilization(entry, cluster):
@@ -120,62 +125,71 @@ def default_utilization(entry, cluster):
             "gpu_memory_utilization")
 
 
-def vllm_args(model_entry, gb10_facts, cluster, host=None):
-    host = host or "this host"
-    name = model_entry.get("name", "?") if isinstance(model_entry, dict) else "?"
-    what = "host %s, model %s" % (host, name)
-    if gb10_facts is None:
-        gb10_facts = {}
-    if not isinstance(gb10_facts, dict):
-        _fail(what, "gb10_facts must be the dict ansible_facts.gb10, got %s" % type(gb10_facts).__name__)
-    try:
-        entry = normalize(model_entry, MODEL_ENTRY_SPEC, what)
-        clus = normalize(cluster or {}, CLUSTER_SPEC, what + ", cluster")
-        quant = loader_for(entry, what)
-    except EntryError as exc:
-        raise AnsibleFilterError(str(exc))
+def check_entry(model_entry, gb10_facts, cluster):
+    """Every problem of one model entry on one host, and its argv when there is none.
 
-    driver = gb10_facts.get("driver") or {}
+    Returns ``(argv, entry_problems, cluster_problems)``; ``argv`` is None when a list is not
+    empty. Each problem is a :class:`Problem` (key, value, problem, fix). This is the one
+    validation of a model entry: the vllm_args filter (the role) and preflight both call it."""
+    entry, problems = check(model_entry, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
+    clus, cluster_problems = check(cluster or {}, CLUSTER_SPEC)
+    if entry is None:
+        return None, problems, cluster_problems
+    bad = set(p.key for p in problems) | set("cluster." + str(p.key) for p in cluster_problems)
+
+    def fail(key, value, problem, fix):
+        problems.append(Problem(key, value, problem, fix))
+
+    quant = None
+    if not bad & {"checkpoint_format", "model", "quantization"} and entry["checkpoint_format"] and entry["model"]:
+        quant, more = loader_check(entry)
+        problems.extend(more)
+
+    driver = (gb10_facts or {}).get("driver") or {}
     if driver.get("forbidden_branch"):
-        _fail(what, "driver %s is on a forbidden branch %s (rule driver_branch: CUDAGraph deadlock); install the %s "
-                    "branch (%s)" % (driver.get("nvidia_smi_version") or driver.get("kernel_module_version"),
-                                     rulebook.setting("driver_forbidden_branches"), rulebook.setting("driver_branch"),
-                                     rulebook.setting("driver_recommended_version")))
+        fail(None, None, "driver %s is on a forbidden branch %s (rule driver_branch: CUDAGraph deadlock)" % (
+            driver.get("nvidia_smi_version") or driver.get("kernel_module_version"),
+            rulebook.setting("driver_forbidden_branches")),
+            "install the %s branch (%s)" % (rulebook.setting("driver_branch"), rulebook.setting("driver_recommended_version")))
     if driver.get("reboot_pending"):
-        _fail(what, "driver %s installed but %s loaded (rule driver_reboot_pending); reboot before starting vLLM"
-              % (driver.get("nvidia_smi_version"), driver.get("kernel_module_version")))
+        fail(None, None, "driver %s installed but %s loaded (rule driver_reboot_pending)" % (
+            driver.get("nvidia_smi_version"), driver.get("kernel_module_version")), "reboot before starting vLLM")
 
     tp, pp = entry["tensor_parallel_size"], entry["pipeline_parallel_size"]
     nnodes = clus["nnodes"]
     gpus = nnodes * rulebook.setting("gpus_per_node")
-    if tp < 1 or pp < 1 or tp * pp != gpus:
-        _fail(what, "tensor_parallel_size %d x pipeline_parallel_size %d = %d but the cluster has %d node(s) with one "
-                    "GPU each (rule gb10_identity); make the product %d" % (tp, pp, tp * pp, nnodes, gpus))
-    if tp > rulebook.setting("tensor_parallel_max_nodes"):
-        _fail(what, "key 'tensor_parallel_size' is %d: tensor parallel over more than %d nodes on 200GbE is the slow "
-                    "path (rule parallelism_across_nodes); use pipeline_parallel_size: %d, tensor_parallel_size: 1"
-                    % (tp, rulebook.setting("tensor_parallel_max_nodes"), gpus))
-    if entry["enable_expert_parallel"] and not entry["moe"]:
-        _fail(what, "key 'enable_expert_parallel' needs a MoE model; set moe: true or drop it")
-    if not 0 <= clus["node_rank"] < nnodes:
-        _fail(what, "cluster node_rank %d outside 0..%d" % (clus["node_rank"], nnodes - 1))
+    sizes_ok = not bad & {"tensor_parallel_size", "pipeline_parallel_size", "cluster.nnodes"}
+    if sizes_ok and tp * pp != gpus:
+        fail("tensor_parallel_size", tp, "tensor_parallel_size %d x pipeline_parallel_size %d: TP x PP = %d but the "
+             "model spans %d node(s) with one GPU each (rule gb10_identity)" % (tp, pp, tp * pp, nnodes),
+             "make tensor_parallel_size x pipeline_parallel_size equal %d, the number of nodes" % gpus)
+    elif sizes_ok and tp > rulebook.setting("tensor_parallel_max_nodes"):
+        fail("tensor_parallel_size", tp, "tensor parallel over more than %d nodes on 200GbE is the slow path "
+             "(rule parallelism_across_nodes)" % rulebook.setting("tensor_parallel_max_nodes"),
+             "use pipeline_parallel_size: %d, tensor_parallel_size: 1" % gpus)
+    if entry["enable_expert_parallel"] and not entry["moe"] and "moe" not in bad:
+        fail("enable_expert_parallel", True, "needs a MoE model", "set moe: true or drop enable_expert_parallel")
+    if not bad & {"cluster.node_rank", "cluster.nnodes"} and not 0 <= clus["node_rank"] < nnodes:
+        cluster_problems.append(Problem("node_rank", clus["node_rank"], "outside 0..%d" % (nnodes - 1),
+                                        "list this host once in the model's nodes"))
     if clus["executor"] == "ray" and clus["node_rank"] > 0:
-        _fail(what, "with the ray executor only the head (node_rank 0) runs vllm serve; followers run ray start")
+        cluster_problems.append(Problem("executor", "ray", "with the ray executor only the head (node_rank 0) runs "
+                                        "vllm serve; followers run ray start", "render vllm serve on the head only"))
     if clus["executor"] == "mp" and nnodes > 1 and not clus["master_addr"]:
-        _fail(what, "cluster key 'master_addr' is required with the mp executor on %d nodes: the head's fabric "
-                    "address" % nnodes)
+        cluster_problems.append(Problem("master_addr", None, "required with the mp executor on %d nodes" % nnodes,
+                                        "give the first node of the model its fabric address"))
 
     if entry["enforce_eager"] and not (entry["allow_enforce_eager_reason"] or "").strip():
-        _fail(what, "key 'enforce_eager' is true without 'allow_enforce_eager_reason' (rule no_enforce_eager: ~55% "
-                    "throughput loss on SM121); fix the startup problem or write the reason down")
+        fail("enforce_eager", True, "true without 'allow_enforce_eager_reason' (rule no_enforce_eager: ~55% "
+             "throughput loss on SM121)", "fix the startup problem, or write the reason in allow_enforce_eager_reason")
 
     gmu = entry["gpu_memory_utilization"]
     default, cap, rule_id = default_utilization(entry, clus)
     if gmu is None:
         gmu = default
     elif not 0 < gmu <= cap:
-        _fail(what, "key 'gpu_memory_utilization' is %s, above %s (rule %s); use at most %s"
-              % (gmu, cap, rule_id, cap))
+        fail("gpu_memory_utilization", gmu, "outside 0 < x <= %s (rule %s)" % (cap, rule_id),
+             "use at most %s, or leave it out for the rule book default %s" % (cap, default))
 
     mbt = entry["max_num_batched_tokens"]
     if entry["mamba"] and entry["enable_prefix_caching"]:
@@ -183,29 +197,34 @@ def vllm_args(model_entry, gb10_facts, cluster, host=None):
         if mbt is None:
             mbt = rulebook.setting("mamba_max_num_batched_tokens")
         elif mbt < floor:
-            _fail(what, "key 'max_num_batched_tokens' is %d; with prefix caching on a Mamba model vLLM needs >= %d "
-                        "(rule mamba_prefix_caching); use %d" % (mbt, floor, rulebook.setting("mamba_max_num_batched_tokens")))
+            fail("max_num_batched_tokens", mbt, "below %d; with prefix caching on a Mamba model vLLM needs >= %d "
+                 "(rule mamba_prefix_caching)" % (floor, floor),
+                 "use %d, or turn enable_prefix_caching off" % rulebook.setting("mamba_max_num_batched_tokens"))
 
     spec = entry["speculative"]
     spec_json = None
     if spec is not None:
-        unknown = sorted(set(spec) - set(SPECULATIVE_KEYS))
-        if unknown:
-            _fail(what, "unknown key 'speculative.%s'; known: %s" % (unknown[0], ", ".join(SPECULATIVE_KEYS)))
+        for key in sorted(set(spec) - set(SPECULATIVE_KEYS)):
+            close = difflib.get_close_matches(str(key), SPECULATIVE_KEYS, n=1)
+            fail("speculative.%s" % key, spec[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
+                 "use only %s" % ", ".join(SPECULATIVE_KEYS))
         method = spec.get("method", rulebook.setting("speculative_method"))
         if method != rulebook.setting("speculative_method"):
-            _fail(what, "key 'speculative.method' is %r; use 'mtp' (rule speculative_mtp: draft_model runs a full model "
-                        "as drafter), with 'model' for a matched drafter" % method)
+            fail("speculative.method", method, "not mtp (rule speculative_mtp: draft_model runs a full model as drafter)",
+                 "use method: mtp, with 'model' for a matched drafter")
         num = spec.get("num_speculative_tokens")
         if not isinstance(num, int) or isinstance(num, bool) or num < 1:
-            _fail(what, "key 'speculative.num_speculative_tokens' must be an integer >= 1, got %r" % (num,))
+            fail("speculative.num_speculative_tokens", num, "must be an integer >= 1",
+                 "set speculative.num_speculative_tokens, e.g. 2")
         body = {"method": method}
         if spec.get("model"):
             body["model"] = spec["model"]
         body["num_speculative_tokens"] = num
         spec_json = json.dumps(body, separators=(",", ":"))
 
-    _check_extra_args(entry["extra_args"], what)
+    problems.extend(_extra_args_problems(entry["extra_args"]))
+    if problems or cluster_problems:
+        return None, problems, cluster_problems
 
     argv = [clus["vllm_bin"], "serve", entry["model"]]
 
@@ -250,6 +269,22 @@ def vllm_args(model_entry, gb10_facts, cluster, host=None):
     if entry["enforce_eager"]:
         argv.append("--enforce-eager")
     argv.extend(entry["extra_args"])
+    return argv, problems, cluster_problems
+
+
+def vllm_args(model_entry, gb10_facts, cluster, host=None):
+    host = host or "this host"
+    name = model_entry.get("name", "?") if isinstance(model_entry, dict) else "?"
+    what = "host %s, model %s" % (host, name)
+    if gb10_facts is None:
+        gb10_facts = {}
+    if not isinstance(gb10_facts, dict):
+        _fail(what, "gb10_facts must be the dict ansible_facts.gb10, got %s" % type(gb10_facts).__name__)
+    argv, problems, cluster_problems = check_entry(model_entry, gb10_facts, cluster)
+    if problems or cluster_problems:
+        # Every problem at once, one a line, not only the first.
+        raise AnsibleFilterError("\n".join([p.text(what) for p in problems] +
+                                           [p.text(what + ", cluster") for p in cluster_problems]))
     return argv
 
 

@@ -22,6 +22,10 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS
 
 
 class Finding(object):
@@ -82,17 +86,31 @@ def _strip_required(spec):
     return spec
 
 
+# Variables checked item by item elsewhere, once they are of the right type.
+DEEPER = ("sparkfleet_models", "vllm_service_models")
+
+
 def check_variable_types(host, host_vars, role_specs):
     """Type, choices and sub-option checks of every role variable the inventory sets."""
     findings = []
+    reported = set()
     for role, options in sorted(role_specs.items()):
         for name, spec in sorted(options.items()):
-            if name not in host_vars:
-                continue
+            if name not in host_vars or name in reported:
+                continue  # a variable several roles read (and document) is reported once
             value = host_vars[name]
-            validator = ArgumentSpecValidator({name: _strip_required(spec)})
-            result = validator.validate({name: value})
-            for message in result.error_messages:
+            if name in DEEPER and isinstance(value, list):
+                continue  # a list: check_models checks every entry, with the schema
+            messages = []
+            if spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list)):
+                # Ansible would quietly turn a mapping or list into its text, and the role would use that.
+                messages.append("must be a string, got a %s" % ("mapping" if isinstance(value, dict) else "list"))
+            else:
+                validator = ArgumentSpecValidator({name: _strip_required(spec)})
+                messages = validator.validate({name: value}).error_messages
+            if messages:
+                reported.add(name)
+            for message in messages:
                 findings.append(Finding(
                     host, name, value, message,
                     "set %s as roles/%s/meta/argument_specs.yml describes it (type %s%s)" % (
@@ -124,14 +142,16 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
     return findings
 
 
-# Keys of a sparkfleet_models entry that place it on hosts (read by
-# sparkfleet.gb10.vllm_service); the rest is the model entry schema of
-# plugins/module_utils/model_entry.py.
-PLACEMENT_KEYS = ("nodes", "executor", "master_port")
+
+
+def _models_var(host_vars):
+    """The variable the host's models are read from: vllm_service serves vllm_service_models, which
+    defaults to sparkfleet_models; an inventory may set it directly."""
+    return "vllm_service_models" if "vllm_service_models" in host_vars else "sparkfleet_models"
 
 
 def _models(host_vars):
-    models = host_vars.get("sparkfleet_models") or []
+    models = host_vars.get(_models_var(host_vars)) or []
     return models if isinstance(models, list) else []
 
 
@@ -139,114 +159,225 @@ def _entry(model):
     return dict((k, v) for k, v in model.items() if k not in PLACEMENT_KEYS)
 
 
-def _var(index, model, key=None):
-    name = "sparkfleet_models[%d]" % index
+def _var(host_vars, index, model, key=None):
+    name = "%s[%d]" % (_models_var(host_vars), index)
     if isinstance(model, dict) and model.get("name"):
         name += " (%s)" % model["name"]
     return name + ("." + key if key else "")
 
 
 def check_fabric(fleet, subnet_default=None):
-    """Every host has a fabric address inside the fabric subnet, and no two share one."""
+    """Every host has a fabric address, a bare IPv4 address (Ray, vLLM and NCCL take it as is)
+    inside a valid fabric subnet, and no two hosts share one."""
+    import netaddr
     findings = []
     seen = {}
+    bad_subnets = {}
     for host in sorted(fleet):
         host_vars = fleet[host]
         address = host_vars.get("sparkfleet_fabric_address")
         subnet = host_vars.get("sparkfleet_fabric_subnet") or subnet_default
+        if not isinstance(address, (str, type(None))) or not isinstance(subnet, (str, type(None))):
+            continue  # not text: check_variable_types names it
+        net = None
+        if subnet:
+            try:
+                net = netaddr.IPNetwork(subnet, version=4)
+                if "/" not in subnet:
+                    raise ValueError("no prefix length")
+            except (TypeError, ValueError, netaddr.AddrFormatError):
+                bad_subnets.setdefault(subnet, []).append(host)
+                net = None
         if not address:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "no fabric address",
                                     "give every Spark its own address inside sparkfleet_fabric_subnet in host_vars"))
             continue
-        if subnet:
-            try:
-                import netaddr
-                net = netaddr.IPNetwork(subnet)
-                ip = netaddr.IPAddress(str(address).split("/")[0])
-                if ip not in net:
-                    findings.append(Finding(host, "sparkfleet_fabric_address", address, "outside the fabric subnet %s" % subnet,
-                                            "pick an address inside %s" % subnet))
-                elif net.size > 2 and ip in (net.network, net.broadcast):
-                    findings.append(Finding(host, "sparkfleet_fabric_address", address,
-                                            "is the network or broadcast address of %s" % subnet, "pick a host address"))
-            except (ValueError, netaddr.AddrFormatError) as exc:
-                findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address/subnet: %s" % exc,
-                                        "write it as a.b.c.d inside sparkfleet_fabric_subnet (a.b.c.d/nn)"))
-                continue
-        key = str(address).split("/")[0]
+        if "/" in address:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address,
+                                    "written with a prefix length; Ray, vLLM and NCCL take the address as it is",
+                                    "write the bare address %s (the prefix comes from sparkfleet_fabric_subnet)"
+                                    % address.split("/")[0]))
+            continue
+        try:
+            ip = netaddr.IPAddress(address, version=4, flags=netaddr.INET_PTON)
+        except (TypeError, ValueError, netaddr.AddrFormatError):
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address",
+                                    "write it as a.b.c.d inside sparkfleet_fabric_subnet"))
+            continue
+        if net is not None and ip not in net:
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "outside the fabric subnet %s" % subnet,
+                                    "pick an address inside %s" % subnet))
+        elif net is not None and net.size > 2 and ip in (net.network, net.broadcast):
+            findings.append(Finding(host, "sparkfleet_fabric_address", address,
+                                    "is the network or broadcast address of %s" % subnet, "pick a host address"))
+        key = str(ip)
         if key in seen:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "also used by %s" % seen[key],
                                     "give each Spark its own fabric address"))
         seen.setdefault(key, host)
+    for subnet, hosts in sorted(bad_subnets.items()):
+        findings.append(Finding(", ".join(hosts), "sparkfleet_fabric_subnet", subnet, "not an IPv4 subnet a.b.c.d/nn",
+                                "write it as network/prefix, e.g. 192.168.100.0/24"))
     return findings
 
 
-def check_models(fleet, vllm_args, memory_split, utilization):
-    """Each model entry against the rule book, cluster layout, ports and memory of its hosts.
+def _cluster_of(host_vars):
+    return host_vars.get("sparkfleet_cluster") or "default"
 
-    ``vllm_args(entry, gb10, cluster, host)`` and ``memory_split(gb10, services, host)`` are the
-    collection's filters; they raise with a message naming the host, the model and the key.
+
+# A problem of the cluster layout handed to the entry check, by the placement key that causes it.
+_CLUSTER_KEY_TO_ENTRY = {"executor": "executor", "master_port": "master_port", "nnodes": "nodes", "node_rank": "nodes"}
+
+
+def _check_nodes(fleet, host, index, model, nodes):
+    """The ``nodes`` of an entry: a non-empty list of distinct inventory hosts that holds this host."""
+    host_vars = fleet[host]
+    variable = _var(host_vars, index, model, "nodes")
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) for n in nodes):
+        return [Finding(host, variable, nodes, "must be a non-empty list of inventory hostnames",
+                        "write nodes: [%s, ...] (the first node serves the API)" % host)]
+    doubled = sorted(set(n for n in nodes if nodes.count(n) > 1))
+    if doubled:
+        return [Finding(host, variable, nodes, "names %s more than once" % ", ".join(doubled),
+                        "list each host of the model once")]
+    missing = [n for n in nodes if n not in fleet]
+    if missing:
+        hints = ["%s (did you mean %s?)" % (n, close[0]) if close else n for n, close in
+                 ((n, difflib.get_close_matches(n, sorted(fleet), n=1)) for n in missing)]
+        return [Finding(host, variable, nodes, "names host(s) not in this inventory: %s" % ", ".join(hints),
+                        "list inventory hosts of group sparks")]
+    if host not in nodes:
+        return [Finding(host, variable, nodes, "this host is not one of the model's nodes",
+                        "assign the entry only to its member hosts (put it in a group of exactly those hosts)")]
+    return []
+
+
+def _check_members(fleet, host, index, model, nodes, seen):
+    """The other members of a multi-node model carry the same entry, on one fabric subnet and,
+    with the ray executor, in one Ray cluster. Each problem is reported once, not by every member."""
+    findings = []
+
+    def report(key, finding):
+        if key not in seen:
+            seen.add(key)
+            findings.append(finding)
+
+    name = model.get("name")
+    head_vars = fleet[nodes[0]]
+    head_subnet = head_vars.get("sparkfleet_fabric_subnet")
+    executor = model.get("executor") or head_vars.get("sparkfleet_executor") or "mp"
+    for member in nodes:
+        member_vars = fleet[member]
+        if member != host:
+            entries = [m for m in _models(member_vars) if isinstance(m, dict) and m.get("name") == name]
+            if not entries:
+                report(("missing", member, name), Finding(
+                    member, _models_var(member_vars), [m.get("name") for m in _models(member_vars) if isinstance(m, dict)],
+                    "model %s spans %s but is missing from this member" % (name, ", ".join(nodes)),
+                    "give every member the same entry (put it in the cluster's group_vars)"))
+            elif entries[0] != model:
+                differ = sorted(k for k in set(entries[0]) | set(model) if entries[0].get(k) != model.get(k))
+                report(("differs", tuple(sorted((host, member))), name), Finding(
+                    member, "%s (%s).%s" % (_models_var(member_vars), name, differ[0]), entries[0].get(differ[0]),
+                    "differs from the entry of the same model on %s (%r); keys that differ: %s" % (
+                        host, model.get(differ[0]), ", ".join(differ)),
+                    "give every member the same entry (put it in the cluster's group_vars)"))
+        subnet = member_vars.get("sparkfleet_fabric_subnet")
+        if member != nodes[0] and subnet != head_subnet:
+            report(("subnet", member, name), Finding(
+                member, "sparkfleet_fabric_subnet", subnet,
+                "model %s spans %s but this member is on fabric subnet %s and its first node %s on %s" % (
+                    name, ", ".join(nodes), subnet, nodes[0], head_subnet),
+                "put every member of a multi-node model on one fabric subnet"))
+        if executor == "ray" and (_ray_role(member_vars) is None or _cluster_of(member_vars) != _cluster_of(head_vars)):
+            report(("ray", member, name), Finding(
+                member, "group ray_head / ray_workers", member_vars.get("group_names"),
+                "model %s uses the ray executor on %s but this member is not in the Ray cluster '%s' of %s" % (
+                    name, ", ".join(nodes), _cluster_of(head_vars), nodes[0]),
+                "put every member in group ray_head or ray_workers with the same sparkfleet_cluster, or use executor: mp"))
+    return findings
+
+
+def check_models(fleet, entry_check, memory_split, utilization):
+    """Each model entry against the schema, the rule book, its cluster layout, ports and the memory of its hosts.
+
+    ``entry_check(entry, gb10, cluster)`` is the collection's one model-entry check (the vllm_args
+    filter's ``check_entry``): it returns ``(argv, problems, cluster_problems)``, every problem with
+    its key, value and fix. ``memory_split(gb10, services, host)`` is the gpu_memory_utilization
+    filter; it raises with a message naming the host and the models.
     """
     findings = []
+    seen = set()
     for host in sorted(fleet):
         host_vars = fleet[host]
         gb10 = (host_vars.get("ansible_facts") or {}).get("gb10") or {}
         ports = {}
+        names = {}
         local_services = []
         for index, model in enumerate(_models(host_vars)):
             if not isinstance(model, dict):
-                findings.append(Finding(host, _var(index, model), model, "a model entry must be a mapping",
+                findings.append(Finding(host, _var(host_vars, index, model), model, "a model entry must be a mapping",
                                         "see the model entry keys in roles/vllm_service/README.md"))
                 continue
-            nodes = model.get("nodes") or [host]
-            if not isinstance(nodes, list):
-                nodes = [nodes]
-            missing = [n for n in nodes if n not in fleet]
-            if missing:
-                findings.append(Finding(host, _var(index, model, "nodes"), nodes,
-                                        "names host(s) not in this inventory: %s" % ", ".join(map(str, missing)),
-                                        "list inventory hosts of group sparks"))
+            name = model.get("name")
+            if isinstance(name, str) and name in names:
+                findings.append(Finding(host, _var(host_vars, index, model, "name"), name,
+                                        "also the name of sparkfleet_models[%d] on this host" % names[name],
+                                        "give each model of a host its own name (it names the unit)"))
+            elif isinstance(name, str):
+                names[name] = index
+            nodes = model["nodes"] if "nodes" in model else [host]
+            problems = _check_nodes(fleet, host, index, model, nodes)
+            if problems:
+                findings.extend(problems)
                 continue
-            if host not in nodes:
-                findings.append(Finding(host, _var(index, model, "nodes"), nodes, "this host is not one of the model's nodes",
-                                        "assign the entry only to its member hosts"))
-                continue
-            tp = model.get("tensor_parallel_size", 1) or 1
-            pp = model.get("pipeline_parallel_size", 1) or 1
-            if isinstance(tp, int) and isinstance(pp, int) and tp * pp != len(nodes):
-                findings.append(Finding(host, _var(index, model, "tensor_parallel_size"), "TP=%s x PP=%s" % (tp, pp),
-                                        "TP x PP = %d but the model spans %d node(s) (one GPU each): %s" % (
-                                            tp * pp, len(nodes), ", ".join(nodes)),
-                                        "make tensor_parallel_size x pipeline_parallel_size equal the number of nodes"))
-            for member in nodes:
-                if member == host:
-                    continue
-                names = [m.get("name") for m in _models(fleet[member]) if isinstance(m, dict)]
-                if model.get("name") not in names:
-                    findings.append(Finding(member, "sparkfleet_models", names,
-                                            "model %s spans %s but is missing from this member" % (model.get("name"), ", ".join(nodes)),
-                                            "give every member the same entry (put it in the cluster's group_vars)"))
+            if len(nodes) > 1:
+                findings.extend(_check_members(fleet, host, index, model, nodes, seen))
             port = model.get("port", 8000)
-            if port in ports:
-                findings.append(Finding(host, _var(index, model, "port"), port, "already used by %s on this host" % ports[port],
+            # Only the first node serves the API; followers run headless (mp) or only ray start (ray).
+            if nodes[0] == host and port in ports and not isinstance(port, (dict, list)):
+                findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
+                                        "already used by %s on this host" % ports[port],
                                         "give each model on a host its own port"))
-            ports.setdefault(port, model.get("name"))
+            if nodes[0] == host and not isinstance(port, (dict, list)):
+                ports.setdefault(port, name)
             rank = nodes.index(host)
             executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
             cluster = {"executor": executor, "nnodes": len(nodes), "node_rank": rank}
+            if "master_port" in model:
+                cluster["master_port"] = model["master_port"]
             if len(nodes) > 1:
                 cluster["master_addr"] = fleet[nodes[0]].get("sparkfleet_fabric_address") or "0.0.0.0"
             if executor == "ray" and rank > 0:
                 # Ray followers only run `ray start`; the head's vllm serve is checked on the head.
+                cluster["node_rank"] = 0
+            _argv, problems, cluster_problems = entry_check(_entry(model), gb10, cluster)
+            # A problem of the host's facts (key None: the driver) is reported once per host by check_host_facts.
+            problems = [p for p in problems if p.key is not None]
+            for problem in problems:
+                findings.append(Finding(host, _var(host_vars, index, model, problem.key), problem.value, problem.problem, problem.fix))
+            for problem in cluster_problems:
+                key = _CLUSTER_KEY_TO_ENTRY.get(problem.key, problem.key)
+                if key == "executor" and "executor" not in model:
+                    continue  # it came from sparkfleet_executor, whose own check names it
+                findings.append(Finding(host, _var(host_vars, index, model, key), model.get(key, problem.value),
+                                        problem.problem, problem.fix))
+            if not problems:
                 local_services.append(_entry(model))
-                continue
-            try:
-                vllm_args(_entry(model), gb10, cluster, host)
-            except Exception as exc:  # the filters raise AnsibleFilterError with the full story
-                findings.append(Finding(host, _var(index, model), model.get("name"), str(exc),
-                                        "change the entry as the message says (rules: docs/rules.md)"))
-            local_services.append(_entry(model))
-        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization))
+        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization, _models_var(host_vars)))
+    return findings
+
+
+def check_environment(fleet):
+    """What the inventory adds to the services' environment may not undo the kernel rules."""
+    findings = []
+    for host in sorted(fleet):
+        env = fleet[host].get("vllm_service_environment")
+        if not isinstance(env, dict):
+            continue  # its type is check_variable_types' business
+        for name, value, rule_id, fix in rulebook.env_violations(env):
+            findings.append(Finding(host, "vllm_service_environment.%s" % name, value,
+                                    "the rule book forbids it (rule %s)" % rule_id, fix))
     return findings
 
 
@@ -257,7 +388,7 @@ def _sized(entry):
     return (entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS)
 
 
-def _check_memory(host, gb10, services, memory_split, utilization):
+def _check_memory(host, gb10, services, memory_split, utilization, variable="sparkfleet_models"):
     """The models of one host fit its unified memory.
 
     With sizing keys on every entry the gpu_memory_utilization filter does the arithmetic;
@@ -271,17 +402,28 @@ def _check_memory(host, gb10, services, memory_split, utilization):
         try:
             memory_split(gb10, services, host)
         except Exception as exc:
-            return [Finding(host, "sparkfleet_models", names, str(exc),
+            return [Finding(host, variable, names, str(exc),
                             "serve fewer or smaller models on this host, shorten max_model_len, or quantize")]
         return []
     total = sum(float(m.get("gpu_memory_utilization") or utilization["default"]) for m in services)
     if round(total, 4) > utilization["ceiling"]:
-        return [Finding(host, "sparkfleet_models[*].gpu_memory_utilization", names,
+        return [Finding(host, variable + "[*].gpu_memory_utilization", names,
                         "the services of this host add up to %.2f of unified memory, above the ceiling %.2f (the page "
                         "cache and the OS compete with CUDA for the same memory)" % (total, utilization["ceiling"]),
                         "lower gpu_memory_utilization so the sum stays at or below %.2f, or move a model "
                         "to another Spark" % utilization["ceiling"])]
     return []
+
+
+def _flag(value):
+    """An inventory boolean as Ansible reads it: the string "false" of an INI inventory is false."""
+    try:
+        return boolean(value, strict=False)
+    except TypeError:
+        return False
+
+
+DRIVER_VARIABLE = "driver version (nvidia-smi / /proc/driver/nvidia/version)"
 
 
 def check_host_facts(fleet, forbidden_branches, nccl_env):
@@ -293,20 +435,33 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
         if not gb10:
             continue
         driver = gb10.get("driver") or {}
+        serves = any(isinstance(m, dict) for m in _models(host_vars))
         for version in (driver.get("nvidia_smi_version"), driver.get("kernel_module_version")):
-            if version and str(version).split(".")[0] in forbidden_branches and not host_vars.get(
-                    "nvidia_driver_accept_forbidden_branch_reason"):
-                findings.append(Finding(host, "driver version (nvidia-smi / /proc/driver/nvidia/version)", version,
-                                        "driver branch %s deadlocks CUDA graphs on GB10" % str(version).split(".")[0],
+            if not version or str(version).split(".")[0] not in forbidden_branches:
+                continue
+            if not host_vars.get("nvidia_driver_accept_forbidden_branch_reason"):
+                findings.append(Finding(host, DRIVER_VARIABLE, version,
+                                        "driver branch %s deadlocks CUDA graphs on GB10 (rule driver_branch)"
+                                        % str(version).split(".")[0],
                                         "downgrade to the 580 branch, or accept it with "
                                         "nvidia_driver_accept_forbidden_branch_reason: '<why>'"))
-                break
+            elif serves:
+                findings.append(Finding(host, DRIVER_VARIABLE, version,
+                                        "driver branch %s is accepted for the driver role, but vLLM keeps CUDA graphs "
+                                        "on and refuses to serve on it (rule driver_branch)" % str(version).split(".")[0],
+                                        "downgrade to the 580 branch, or serve no model on this host"))
+            break
+        if driver.get("reboot_pending") and serves:
+            findings.append(Finding(host, DRIVER_VARIABLE, "%s / %s" % (
+                driver.get("nvidia_smi_version"), driver.get("kernel_module_version")),
+                "the installed driver and the loaded kernel module differ (rule driver_reboot_pending); CUDA "
+                "cannot initialise", "reboot the host (nvidia_driver_reboot: true lets the driver role do it)"))
         multi_node = any(len(m.get("nodes") or []) > 1 for m in _models(host_vars) if isinstance(m, dict))
         if multi_node and host_vars.get("sparkfleet_fabric_address"):
             fabric = {
                 "interface": host_vars.get("sparkfleet_fabric_ifname") or "enp1s0f1np1",
                 "address": host_vars.get("sparkfleet_fabric_address"),
-                "allow_socket_fallback": bool(host_vars.get("sparkfleet_allow_socket_fallback", False)),
+                "allow_socket_fallback": _flag(host_vars.get("sparkfleet_allow_socket_fallback", False)),
             }
             try:
                 nccl_env(gb10, fabric, host)
@@ -345,6 +500,11 @@ def check_cluster_layout(fleet, ray_defaults=None):
     for host in sorted(fleet):
         host_vars = fleet[host]
         role = _ray_role(host_vars)
+        groups = host_vars.get("group_names") or []
+        if "ray_head" in groups and "ray_workers" in groups:
+            findings.append(Finding(host, "group ray_head / ray_workers", groups,
+                                    "is in both ray_head and ray_workers: a Spark runs one Ray node, head or worker",
+                                    "keep the host in one of the two groups"))
         if role is None and not host_vars.get("sparkfleet_ray_head_host"):
             continue
         name = host_vars.get("sparkfleet_cluster") or "default"
@@ -409,16 +569,16 @@ def check_cluster_layout(fleet, ray_defaults=None):
             port = model.get("port", 8000)
             # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
             if not str(used.get(port, "")).endswith("(port)"):
-                take(port, "model %s (port)" % model.get("name"), _var(index, model, "port"))
+                take(port, "model %s (port)" % model.get("name"), _var(host_vars, index, model, "port"))
             executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
             if len(nodes) > 1 and executor == "mp":
                 take(model.get("master_port", 29501), "model %s (master_port)" % model.get("name"),
-                     _var(index, model, "master_port"))
+                     _var(host_vars, index, model, "master_port"))
             if worker_range:
                 for key in ("port", "master_port"):
                     value = model.get(key)
                     if isinstance(value, int) and worker_range[0] <= value <= worker_range[1]:
-                        findings.append(Finding(host, _var(index, model, key), value,
+                        findings.append(Finding(host, _var(host_vars, index, model, key), value,
                                                 "inside Ray's worker port range %d-%d" % worker_range,
                                                 "choose a port outside %d-%d" % worker_range))
     return findings
@@ -428,7 +588,7 @@ def check_fleet(fleet, role_specs, checks=None):
     """Every check over ``{host: hostvars}``; returns all findings.
 
     ``checks`` carries the collection's filters and rule book values the deeper
-    checks use: vllm_args, gpu_memory_utilization, nccl_env, forbidden_branches.
+    checks use: entry_check, gpu_memory_utilization, nccl_env, forbidden_branches.
     """
     findings = []
     for host in sorted(fleet):
@@ -438,6 +598,7 @@ def check_fleet(fleet, role_specs, checks=None):
     if checks:
         findings.extend(check_fabric(fleet))
         findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
-        findings.extend(check_models(fleet, checks["vllm_args"], checks["gpu_memory_utilization"], checks["utilization"]))
+        findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
+        findings.extend(check_environment(fleet))
         findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     return findings

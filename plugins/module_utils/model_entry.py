@@ -12,6 +12,7 @@ validate the same keys.
 from __future__ import annotations
 
 import difflib
+import re
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -71,6 +72,10 @@ CLUSTER_SPEC = {
     "vllm_bin": {"type": "str", "default": "vllm", "description": "The vllm executable (e.g. the venv's bin/vllm)."},
 }
 
+# Keys of a sparkfleet_models entry that place it on hosts; vllm_service and preflight take them
+# off before the entry is checked against MODEL_ENTRY_SPEC (they become the cluster layout).
+PLACEMENT_KEYS = ("nodes", "executor", "master_port")
+
 SPECULATIVE_KEYS = ("method", "num_speculative_tokens", "model")
 
 # Bytes per parameter on disk/in memory by checkpoint format (group scales included).
@@ -89,8 +94,42 @@ _TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), 
           "path": (str,)}
 
 
+class Problem(object):
+    """One problem of a model entry: the key, its value, what is wrong and the fix."""
+
+    __slots__ = ("key", "value", "problem", "fix")
+
+    def __init__(self, key, value, problem, fix):
+        self.key = key
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+
+    def text(self, what):
+        if self.key is None:
+            return "%s: %s. Fix: %s" % (what, self.problem, self.fix)
+        return "%s: key '%s' is %r: %s. Fix: %s" % (what, self.key, self.value, self.problem, self.fix)
+
+
 class EntryError(ValueError):
-    """A model entry or cluster layout that cannot be used; the message says what to change."""
+    """A model entry or cluster layout that cannot be used; the message says what to change.
+
+    ``problems`` holds every :class:`Problem` found, not only the first, so preflight can
+    report each as its own finding."""
+
+    def __init__(self, what, problems):
+        self.what = what
+        self.problems = list(problems)
+        super(EntryError, self).__init__("\n".join(p.text(what) for p in self.problems))
+
+
+# Names end up in unit names, log file names and secret file names.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+# Lower bounds of the integer keys (a port is 1-65535).
+MINIMUM = {"port": 1, "master_port": 1, "max_model_len": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
+           "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "num_layers": 1, "num_kv_heads": 1,
+           "head_dim": 1, "nnodes": 1, "node_rank": 0, "weights_gib": 0, "params_b": 0, "overhead_gib": 0}
+MAXIMUM = {"port": 65535, "master_port": 65535}
 
 
 def _check_type(value, kind):
@@ -99,49 +138,128 @@ def _check_type(value, kind):
     return isinstance(value, _TYPES[kind])
 
 
-def normalize(entry, spec, what):
-    """Validate keys, types and choices; fill defaults. ``what`` prefixes messages (host/model)."""
+_TYPE_WORDS = {"str": "a string", "path": "a path", "int": "an integer", "float": "a number", "bool": "true or false",
+               "dict": "a mapping", "list": "a list"}
+_ELEMENT_WORDS = {"str": "strings", "path": "paths", "int": "integers", "float": "numbers", "bool": "booleans",
+                  "dict": "mappings", "list": "lists"}
+
+
+def _describe(rule):
+    if rule.get("elements"):
+        return "a list of %s" % _ELEMENT_WORDS[rule["elements"]]
+    return _TYPE_WORDS[rule["type"]]
+
+
+def type_word(value):
+    """What a value is, in the user's words (not the class name Ansible wraps strings in)."""
+    if value is None:
+        return "null"
+    for kind in ("bool", "int", "float", "str", "dict", "list"):
+        if isinstance(value, _TYPES[kind]):
+            return _TYPE_WORDS[kind]
+    return type(value).__name__
+
+
+def check(entry, spec, elsewhere=()):
+    """Keys, types, choices and bounds of ``entry`` against ``spec``.
+
+    ``elsewhere``: keys valid in the same place but checked by someone else (the placement keys),
+    offered as suggestions for a misspelt key. Returns ``(normalized, problems)``: every problem
+    found, and the entry with defaults filled in, where a key with a problem holds its default so
+    later checks do not trip over it."""
     if not isinstance(entry, dict):
-        raise EntryError("%s: expected a dict, got %s" % (what, type(entry).__name__))
+        return None, [Problem(None, entry, "expected a mapping, got %s %r" % (type_word(entry), entry),
+                              "write the entry as key: value pairs (keys: %s)" % ", ".join(sorted(spec)))]
+    problems = []
     out = {}
+    meant = set()
     for key in entry:
         if key not in spec:
-            close = difflib.get_close_matches(str(key), list(spec), n=1)
-            raise EntryError("%s: unknown key '%s'%s. Known keys: %s" % (
-                what, key, " (did you mean '%s'?)" % close[0] if close else "", ", ".join(sorted(spec))))
+            close = difflib.get_close_matches(str(key), list(spec) + list(elsewhere), n=1)
+            meant.update(close)
+            problems.append(Problem(key, entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
+                                    ("rename it to '%s'" % close[0]) if close else
+                                    "remove it; known keys: %s" % ", ".join(sorted(spec))))
     for key, rule in spec.items():
+        default = list(rule["default"]) if isinstance(rule.get("default"), list) else rule.get("default")
+        out[key] = default
         if key not in entry or entry[key] is None:
-            if rule.get("required"):
-                raise EntryError("%s: key '%s' is required (%s)" % (what, key, rule["description"]))
-            out[key] = list(rule["default"]) if isinstance(rule.get("default"), list) else rule.get("default")
+            if rule.get("required") and key not in meant:  # a misspelt required key is reported once, as misspelt
+                problems.append(Problem(key, None, "required but missing",
+                                        "add '%s' (%s)" % (key, rule["description"])))
             continue
         value = entry[key]
         if not _check_type(value, rule["type"]):
-            raise EntryError("%s: key '%s' must be a %s, got %r" % (what, key, rule["type"], value))
+            problems.append(Problem(key, value, "must be %s, got %s" % (_describe(rule), type_word(value)),
+                                    "write '%s' as %s (%s)" % (key, _describe(rule), rule["description"])))
+            continue
         if rule.get("elements") and not all(_check_type(v, rule["elements"]) for v in value):
-            raise EntryError("%s: every item of '%s' must be a %s, got %r" % (what, key, rule["elements"], value))
+            problems.append(Problem(key, value, "must be %s" % _describe(rule),
+                                    "write each item of '%s' as %s" % (key, _TYPE_WORDS[rule["elements"]])))
+            continue
         if rule.get("choices") and value not in rule["choices"]:
-            raise EntryError("%s: key '%s' is %r; choose one of %s" % (what, key, value, ", ".join(map(str, rule["choices"]))))
+            close = difflib.get_close_matches(str(value), [str(c) for c in rule["choices"]], n=1)
+            problems.append(Problem(key, value, "not one of %s%s" % (", ".join(map(str, rule["choices"])),
+                                                                   " (did you mean '%s'?)" % close[0] if close else ""),
+                                    "choose one of %s" % ", ".join(map(str, rule["choices"]))))
+            continue
+        if rule["type"] in ("int", "float") and (value < MINIMUM.get(key, value) or value > MAXIMUM.get(key, value)):
+            bounds = ">= %s" % MINIMUM[key] if key not in MAXIMUM else "%s-%s" % (MINIMUM[key], MAXIMUM[key])
+            problems.append(Problem(key, value, "out of range", "use a value %s" % bounds))
+            continue
+        if rule["type"] in ("str", "path") and not value.strip():
+            problems.append(Problem(key, value, "empty", "leave '%s' out for the default, or give it a value" % key))
+            continue
+        if rule["type"] == "path" and not value.startswith("/"):
+            problems.append(Problem(key, value, "not an absolute path (systemd and the service read it from /)",
+                                    "write the full path, starting with /"))
+            continue
+        if key == "name" and not NAME_PATTERN.match(value):
+            problems.append(Problem(key, value, "not a usable name (it becomes part of unit and file names)",
+                                    "use only letters, digits, '.', '_' and '-'"))
+            continue
         out[key] = value
+    return out, problems
+
+
+def normalize(entry, spec, what):
+    """Validate keys, types and choices; fill defaults. ``what`` prefixes messages (host/model).
+
+    Raises :class:`EntryError` carrying every problem found."""
+    out, problems = check(entry, spec)
+    if problems:
+        raise EntryError(what, problems)
     return out
 
 
-def loader_for(entry, what):
-    """The --quantization value for a normalized entry (None: no flag)."""
+def loader_check(entry):
+    """``(loader, problems)`` for a normalized entry: the --quantization value (None: no flag)
+    and what the rule quantization_loader refuses."""
     fmt = entry["checkpoint_format"]
     loader = rulebook.setting("quantization_by_checkpoint_format")[fmt]
     families = rulebook.setting("mxfp4_model_families")
+    problems = []
     if fmt == "mxfp4" and not any(f in entry["model"].lower() for f in families):
-        raise EntryError("%s: key 'checkpoint_format' is mxfp4 but the model is not %s; the mxfp4 loader only reads "
-                         "gpt-oss pre-quantized checkpoints (rule quantization_loader). Use gptq (gptq_marlin) or "
-                         "fp8 checkpoints for other MoE models" % (what, "/".join(families)))
+        problems.append(Problem("checkpoint_format", fmt, "the model %s is not %s; the mxfp4 loader only reads %s "
+                                "pre-quantized checkpoints (rule quantization_loader)" % (
+                                    entry["model"], "/".join(families), "/".join(families)),
+                                "use a gptq (gptq_marlin) or fp8 checkpoint of this model"))
     wanted = entry.get("quantization")
     if wanted is None or wanted == loader:
-        return loader
+        return loader, problems
     if fmt == "bf16" and wanted in rulebook.setting("quantization_runtime_from_bf16"):
-        return wanted
-    raise EntryError("%s: key 'quantization' is %r but a %s checkpoint loads with %r (rule quantization_loader); "
-                     "remove 'quantization' or fix 'checkpoint_format'" % (what, wanted, fmt, loader))
+        return wanted, problems
+    problems.append(Problem("quantization", wanted, "a %s checkpoint loads with %r (rule quantization_loader)" % (fmt, loader),
+                            "remove 'quantization' or fix 'checkpoint_format'"))
+    return loader, problems
+
+
+def loader_for(entry, what):
+    """The --quantization value for a normalized entry (None: no flag); EntryError when refused."""
+    loader, problems = loader_check(entry)
+    if problems:
+        raise EntryError(what, problems)
+    return loader
 
 
 def weights_gib(entry):

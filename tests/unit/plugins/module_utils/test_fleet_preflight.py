@@ -76,7 +76,7 @@ def test_fleet_reports_every_finding_not_only_the_first():
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env  # noqa: E402
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import vllm_args  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry  # noqa: E402
 
 UTIL = {"ceiling": 0.90, "default": 0.87}
 GB10 = {"memory": {"mem_total_bytes": 130663641088}, "driver": {"nvidia_smi_version": "580.142",
@@ -84,8 +84,7 @@ GB10 = {"memory": {"mem_total_bytes": 130663641088}, "driver": {"nvidia_smi_vers
 
 
 def _models(fleet):
-    return fp.check_models(fleet,
-                           lambda e, g, c, h: vllm_args(e, g, c, host=h),
+    return fp.check_models(fleet, check_entry,
                            lambda g, s, h: gpu_memory_utilization(g, s, host=h), UTIL)
 
 
