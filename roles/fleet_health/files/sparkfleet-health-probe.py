@@ -6,7 +6,8 @@
 
 Checks, for this host: each vLLM endpoint it serves (/health, /v1/models and a
 one-token completion with the endpoint's API key), each vLLM and Ray unit
-(active, restarts, failed), on a Ray head the member count, the loaded kernel
+(active, restarts, failed, the NCCL its process loaded), on a Ray head the
+member count, the loaded kernel
 module against the user-space driver, the fabric MTU and a don't-fragment ping
 to every peer. It writes the results as Prometheus text-format metrics into
 node_exporter's textfile directory, atomically (temporary file + rename), and
@@ -43,6 +44,8 @@ METRICS = {
     "sparkfleet_unit_active": ("gauge", "1 when the systemd unit is active."),
     "sparkfleet_unit_failed": ("gauge", "1 when the systemd unit is in the failed state (e.g. start limit hit)."),
     "sparkfleet_unit_restarts": ("gauge", "Automatic restarts of the systemd unit since its last manual start (NRestarts)."),
+    "sparkfleet_unit_nccl_ours": ("gauge", "1 when the running unit's process started with the NCCL of sparkfleet.gb10.nccl "
+                                           "first (LD_LIBRARY_PATH, and VLLM_NCCL_SO_PATH for vLLM)."),
     "sparkfleet_ray_members_alive": ("gauge", "Active Ray nodes the head reports."),
     "sparkfleet_ray_members_expected": ("gauge", "Ray nodes the inventory places in the cluster."),
     "sparkfleet_driver_info": ("gauge", "Loaded kernel module and user-space driver versions ('unknown' when unreadable)."),
@@ -178,6 +181,31 @@ def parse_systemctl_show(text):
     return values
 
 
+def parse_environ(data):
+    """/proc/<pid>/environ (NUL-separated bytes) as a dict."""
+    values = {}
+    for item in (data or b"").split(b"\0"):
+        key, sep, value = item.decode("utf-8", "replace").partition("=")
+        if sep:
+            values[key] = value
+    return values
+
+
+def nccl_is_ours(process_env, nccl_env, kind):
+    """True when the process loads the NCCL the nccl role's environment file names, first.
+
+    The first LD_LIBRARY_PATH entry must be the file's; a vLLM process must also
+    have the file's VLLM_NCCL_SO_PATH. None when the file names no library path.
+    """
+    wanted = (nccl_env.get("LD_LIBRARY_PATH") or "").split(":")[0]
+    if not wanted:
+        return None
+    ours = (process_env.get("LD_LIBRARY_PATH") or "").split(":")[0] == wanted
+    if kind == "vllm" and nccl_env.get("VLLM_NCCL_SO_PATH"):
+        ours = ours and process_env.get("VLLM_NCCL_SO_PATH") == nccl_env["VLLM_NCCL_SO_PATH"]
+    return ours
+
+
 def models_lists(body, served_name):
     """True when a /v1/models answer lists served_name."""
     try:
@@ -300,13 +328,30 @@ def collect(config, runner=run, http_get=http):
         failures += ["endpoint %s:%s %s failed" % (endpoint["name"], endpoint["port"], name)
                      for name, ok in sorted(checks.items()) if not ok]
 
+    nccl_env = {}
+    if config.get("nccl_env_file") and os.path.isfile(config["nccl_env_file"]):
+        with open(config["nccl_env_file"]) as handle:
+            nccl_env = parse_env_file(handle.read())
     for unit in config.get("units", []):
-        _rc, out = runner(["systemctl", "show", "-p", "ActiveState", "-p", "NRestarts", unit["name"] + ".service"],
-                          timeout)
-        unit_s = unit_samples(unit["name"], unit["kind"], parse_systemctl_show(out))
+        _rc, out = runner(["systemctl", "show", "-p", "ActiveState", "-p", "NRestarts", "-p", "MainPID",
+                           unit["name"] + ".service"], timeout)
+        show = parse_systemctl_show(out)
+        unit_s = unit_samples(unit["name"], unit["kind"], show)
         samples += unit_s
         if not unit_s[0][2]:
             failures.append("unit %s is not active" % unit["name"])
+        pid = show.get("MainPID", "0")
+        if nccl_env and pid.isdigit() and int(pid) > 0:
+            try:
+                with open(os.path.join(config.get("proc_root", "/proc"), pid, "environ"), "rb") as handle:
+                    ours = nccl_is_ours(parse_environ(handle.read()), nccl_env, unit["kind"])
+            except OSError:
+                ours = None
+            if ours is not None:
+                samples.append(("sparkfleet_unit_nccl_ours", {"unit": unit["name"], "kind": unit["kind"]}, ours))
+                if not ours:
+                    failures.append("unit %s did not start with the NCCL of %s first" % (unit["name"],
+                                                                                         config["nccl_env_file"]))
 
     ray = config.get("ray") or {}
     if ray.get("expected_members"):

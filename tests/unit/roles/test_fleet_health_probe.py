@@ -152,7 +152,8 @@ def test_units_and_ray_from_commands():
     def runner(argv, timeout, env=None):
         calls.append((argv, env))
         if argv[0] == "systemctl":
-            return 0, ("ActiveState=failed\nNRestarts=3\n" if "vllm" in argv[-1] else "ActiveState=active\nNRestarts=0\n")
+            return 0, ("ActiveState=failed\nNRestarts=3\nMainPID=0\n" if "vllm" in argv[-1]
+                       else "ActiveState=active\nNRestarts=0\nMainPID=0\n")
         return 0, ray_text.replace(" 1 node_0c9d", " (gone) node_0c9d")
 
     config = {"units": [{"name": "sparkfleet-vllm-tiny", "kind": "vllm"}, {"name": "sparkfleet-ray-head", "kind": "ray"}],
@@ -301,3 +302,40 @@ def test_main_endpoint_down(tmp_path):
 
 def test_main_unreadable_config_exits_2(tmp_path):
     assert probe.main(["--config", str(tmp_path / "absent.json")]) == 2
+
+
+NCCL_ENV = {"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib",
+            "VLLM_NCCL_SO_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2"}
+
+
+@pytest.mark.parametrize("process_env,kind,ours", [
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib:/usr/lib",
+      "VLLM_NCCL_SO_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2"}, "vllm", True),
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "vllm", False),  # pynccl would load torch's
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "ray", True),
+    ({"LD_LIBRARY_PATH": "/usr/lib:/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "ray", False),
+    ({}, "ray", False),
+])
+def test_nccl_is_ours(process_env, kind, ours):
+    assert probe.nccl_is_ours(process_env, NCCL_ENV, kind) is ours
+
+
+def test_nccl_check_reads_the_main_pid_environ(tmp_path):
+    (tmp_path / "nccl.env").write_text("# managed\nNCCL_HOME=/opt/sparkfleet/nccl/2.28.9-sm121\n"
+                                       "LD_LIBRARY_PATH=/opt/sparkfleet/nccl/2.28.9-sm121/lib\n")
+    for pid, path in (("101", "/opt/sparkfleet/nccl/2.28.9-sm121/lib"), ("202", "/opt/sparkfleet/venv/lib")):
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "environ").write_bytes(b"PATH=/usr/bin\0LD_LIBRARY_PATH=" + path.encode() + b"\0")
+
+    def runner(argv, timeout, env=None):
+        pid = {"sparkfleet-ray-head.service": "101", "sparkfleet-ray-old.service": "202"}.get(argv[-1], "0")
+        return 0, "ActiveState=active\nNRestarts=0\nMainPID=%s\n" % pid
+
+    config = {"nccl_env_file": str(tmp_path / "nccl.env"), "proc_root": str(tmp_path),
+              "units": [{"name": "sparkfleet-ray-head", "kind": "ray"}, {"name": "sparkfleet-ray-old", "kind": "ray"},
+                        {"name": "sparkfleet-stopped", "kind": "ray"}]}
+    samples, failures = probe.collect(config, runner=runner)
+    nccl = [s for s in samples if s[0] == "sparkfleet_unit_nccl_ours"]
+    assert nccl == [("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-head", "kind": "ray"}, True),
+                    ("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-old", "kind": "ray"}, False)]
+    assert failures == ["unit sparkfleet-ray-old did not start with the NCCL of %s first" % (tmp_path / "nccl.env")]
