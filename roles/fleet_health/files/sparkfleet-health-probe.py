@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -400,6 +401,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="/etc/sparkfleet/health/probe.json")
     args = parser.parse_args(argv)
+    # systemd stops a run with SIGTERM: leave through SystemExit so no temporary file stays behind.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     started = time.monotonic()
     try:
         with open(args.config) as handle:
