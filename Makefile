@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight molecule test demo sim-up sim-down clean bench docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo sim-up sim-down clean bench docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -30,7 +30,7 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/pip install -q -r requirements.txt
 	@touch $@
 
-host: ## Debian's docker.io + debootstrap, and a running dockerd
+host: ## Debian's docker.io + debootstrap + prometheus (promtool), and a running dockerd
 	@tools/host-setup.sh
 
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)
@@ -58,6 +58,12 @@ contract: venv ## What the collection renders against the pinned vLLM, Ray and N
 	@$(PYTHON) tools/contract_setup.py --check
 	pytest -q tests/contract
 
+monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric names vs the probe and the pinned vLLM
+	@command -v promtool >/dev/null || { echo "monitoring: promtool missing: run make host (Debian's prometheus package)" >&2; exit 1; }
+	promtool check rules monitoring/prometheus/sparkfleet.rules.yml
+	promtool test rules tests/monitoring/rules_test.yml
+	pytest -q tests/monitoring
+
 preflight: venv ## Preflight over every example inventory (passes) and every broken one (fails as expected)
 	python tests/preflight/run.py
 
@@ -67,7 +73,7 @@ molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 	  molecule test -s $$s; \
 	done
 
-test: setup lint unit contract preflight build molecule ## Everything CI runs: lint, unit tests, contract, preflight cases, build, Molecule
+test: setup lint unit contract monitoring preflight build molecule ## Everything CI runs: lint, unit tests, contract, alert rules/dashboard, preflight cases, build, Molecule
 	@echo "make test: all passed"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)

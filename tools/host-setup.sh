@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what the test bed needs on the controller: Debian's
-# docker.io and debootstrap, and a running dockerd. Safe to run twice.
+# docker.io and debootstrap, prometheus for promtool (`make monitoring`), and a
+# running dockerd. Safe to run twice.
 set -euo pipefail
 
 need=()
@@ -11,6 +12,18 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# promtool (`make monitoring`) comes with Debian's prometheus package; only the
+# tool is wanted, so a Prometheus server the package may have started stays off.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "host-setup: installing prometheus (for promtool)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  if systemctl is-active --quiet prometheus 2>/dev/null; then
+    echo "host-setup: disabling the prometheus service the package started (the tests use promtool only)"
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 
 # Docker's networks must never take an address range the fabric uses: once its

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+"""The fleet_table callback, fed recorded task results through Ansible's own TaskResult."""
+
+import json
+import os
+
+from ansible.executor.task_result import CallbackTaskResult
+from ansible.inventory.host import Host
+from ansible.playbook.task import Task
+
+from ansible_collections.sparkfleet.gb10.plugins.callback import fleet_table
+
+RECORDED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fleet_table",
+                                        "verify_results.json"))
+
+
+class Screen:
+    def __init__(self):
+        self.lines = []
+
+    def display(self, msg, **_kwargs):
+        self.lines.append(msg)
+
+    def banner(self, msg, **_kwargs):
+        self.lines.append("== " + msg)
+
+
+def _result(entry):
+    task = Task()
+    task.name = entry["task"]
+    return CallbackTaskResult(Host(entry["host"]), task, entry["result"], {"name": entry["task"]})
+
+
+def _play(recorded):
+    callback = fleet_table.CallbackModule()
+    callback._display = Screen()
+    for entry in recorded["ok"]:
+        callback.v2_runner_on_ok(_result(entry))
+    for entry in recorded["failed"]:
+        callback.v2_runner_on_failed(_result(entry))
+    callback.v2_playbook_on_stats(None)
+    return callback._display.lines
+
+
+def test_table_from_recorded_results():
+    with open(RECORDED) as handle:
+        recorded = json.load(handle)
+    lines = _play(recorded)
+    assert lines[0] == "== FLEET"
+    header, rule, *rows = lines[1:-1]
+    assert header.split() == ["host", "driver", "fabric", "nccl", "ray", "model", "endpoint", "state", "gpu-mem"]
+    assert set(rule) <= {"-", " "}
+    assert rows[0].split() == ["spark-1", "580.142", "192.168.100.10/9000", "2.28.9", "head", "(2", "up)", "tiny-tp",
+                               "192.168.100.10:8000", "serving", "0.87"]
+    assert rows[1].split()[:5] == ["spark-2", "580.142", "192.168.100.11/9000", "2.28.9", "worker"]
+    assert rows[1].split()[5:] == ["tiny-tp", "-", "active", "(rank", "1)", "0.87"]
+    # The second model of spark-2 sits under it without repeating the host's columns.
+    assert rows[2].split() == ["embed", "192.168.100.11:8001", "down", "0.05"]
+    assert rows[2].index("embed") == rows[0].index("tiny-tp")
+    assert len(rows) == 3
+    # The failed gate, in red, with the first line only.
+    assert "spark-2: Ask every endpoint for a completion: Status code was -1" in lines[-1]
+    assert "\x1b[" in lines[-1] or lines[-1].startswith("spark-2")
+    assert "more" not in lines[-1]
+
+
+def test_silent_without_rows_or_failures():
+    assert _play({"ok": [{"host": "h", "task": "t", "result": {"changed": False}}], "failed": []}) == []
+
+
+def test_ignored_failures_are_not_listed():
+    callback = fleet_table.CallbackModule()
+    callback._display = Screen()
+    callback.v2_runner_on_failed(_result({"host": "h", "task": "t", "result": {"msg": "x"}}), ignore_errors=True)
+    callback.v2_playbook_on_stats(None)
+    assert callback._display.lines == []
+
+
+def test_host_without_models_gets_dashes():
+    lines = fleet_table.table_lines({"spark-3": {"driver": "580.142", "fabric_address": "10.0.0.3", "fabric_mtu": 1500}})
+    assert lines[2].split() == ["spark-3", "580.142", "10.0.0.3/1500", "-", "-", "-", "-", "-", "-"]

@@ -1,0 +1,341 @@
+# -*- coding: utf-8 -*-
+"""The health probe of sparkfleet.gb10.fleet_health: rendering, parsing, and one run end to end
+against a local HTTP server that answers like a vLLM endpoint with an API key."""
+
+from __future__ import annotations
+
+import http.server
+import importlib.util
+import json
+import os
+import re
+import stat
+import threading
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+PROBE = os.path.join(REPO, "roles", "fleet_health", "files", "sparkfleet-health-probe.py")
+GB10 = os.path.join(REPO, "tests", "fixtures", "gb10")
+HEALTH = os.path.join(REPO, "tests", "fixtures", "health")
+LABEL_RE = re.compile(r'(\w+)="((?:[^"\\\\]|\\\\.)*)"')
+VARIANTS = sorted(d for d in os.listdir(GB10) if os.path.isdir(os.path.join(GB10, d)))
+
+_spec = importlib.util.spec_from_file_location("sparkfleet_health_probe", PROBE)
+probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe)
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels)): value} of Prometheus text format, checking HELP/TYPE come first."""
+    samples, typed = {}, set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            typed.add(line.split()[2])
+            continue
+        if line.startswith("#") or not line:
+            continue
+        head, value = line.rsplit(" ", 1)
+        name, _, labels = head.partition("{")
+        assert name in typed, "%s before its TYPE line" % name
+        pairs = dict(LABEL_RE.findall(labels.rstrip("}"))) if labels else {}
+        samples[(name, frozenset(pairs.items()))] = float(value)
+    return samples
+
+
+def test_render_groups_by_metric_with_help_and_type():
+    text = probe.render([
+        ("sparkfleet_vllm_endpoint_up", {"model": "a", "port": "8000"}, True),
+        ("sparkfleet_fabric_mtu", {"ifname": "enp1s0f1np1"}, 1500),
+        ("sparkfleet_vllm_endpoint_up", {"port": "8001", "model": "b"}, False),
+    ])
+    lines = text.splitlines()
+    assert lines[:4] == [
+        "# HELP sparkfleet_vllm_endpoint_up " + probe.METRICS["sparkfleet_vllm_endpoint_up"][1],
+        "# TYPE sparkfleet_vllm_endpoint_up gauge",
+        'sparkfleet_vllm_endpoint_up{model="a",port="8000"} 1',
+        'sparkfleet_vllm_endpoint_up{model="b",port="8001"} 0',
+    ]
+    assert 'sparkfleet_fabric_mtu{ifname="enp1s0f1np1"} 1500' in lines
+    assert text.endswith("\n")
+
+
+def test_render_escapes_label_values():
+    text = probe.render([("sparkfleet_driver_info", {"kernel_module": 'a"b\\c\nd', "userspace": "x"}, 1)])
+    assert 'kernel_module="a\\"b\\\\c\\nd"' in text
+
+
+@pytest.mark.parametrize("sample", [
+    ("sparkfleet_no_such_metric", {}, 1),
+    ("sparkfleet_fabric_mtu", {}, "9000"),
+    ("sparkfleet_fabric_mtu", {}, None),
+])
+def test_render_refuses_unknown_names_and_non_numbers(sample):
+    with pytest.raises(ValueError):
+        probe.render([sample])
+
+
+def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "sparkfleet_health.prom"
+    target.write_text("old\n")
+    probe.write_atomically(str(tmp_path), "sparkfleet_health.prom", "new\n")
+    assert target.read_text() == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(os.listdir(tmp_path)) == ["sparkfleet_health.prom"]
+
+
+def test_write_atomically_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    target = tmp_path / "sparkfleet_health.prom"
+    target.write_text("old\n")
+
+    def broken(_src, _dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(probe.os, "replace", broken)
+    with pytest.raises(OSError):
+        probe.write_atomically(str(tmp_path), "sparkfleet_health.prom", "new\n")
+    assert target.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["sparkfleet_health.prom"]
+
+
+def test_parse_env_file():
+    text = "# key of tiny\nexport VLLM_API_KEY='s3cr=t'\nHF_TOKEN=\"hf_x\"\n\nbroken line\n"
+    assert probe.parse_env_file(text) == {"VLLM_API_KEY": "s3cr=t", "HF_TOKEN": "hf_x"}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_driver_versions_agree_with_gb10_facts(variant):
+    """The probe reads the recorded driver shapes exactly as the gb10_facts module does."""
+    root = os.path.join(GB10, variant)
+    with open(os.path.join(root, "proc", "driver", "nvidia", "version")) as handle:
+        text = handle.read()
+    assert probe.parse_proc_version(text) == gb10_facts.parse_proc_version(text)
+    rc, out = probe.run([os.path.join(root, "bin", "nvidia-smi"), "--query-gpu=driver_version",
+                         "--format=csv,noheader"], 10)
+    expected = (gb10_facts.parse_smi_query("x, 1.0, " + out.strip())["driver_version"] if rc == 0
+                else gb10_facts.parse_nvml_mismatch(out))
+    assert probe.parse_smi_version(rc, out) == expected
+    assert expected is not None
+
+
+def test_reboot_pending_is_a_disagreement():
+    root = os.path.join(GB10, "reboot_pending")
+    config = {"driver": {"proc_version": os.path.join(root, "proc", "driver", "nvidia", "version"),
+                         "nvidia_smi": os.path.join(root, "bin", "nvidia-smi")}}
+    samples, failures = probe.collect(config)
+    assert ("sparkfleet_driver_versions_agree", {}, False) in samples
+    assert any(line.startswith("driver: kernel module") for line in failures)
+
+
+def test_missing_driver_is_unknown_not_a_failure(tmp_path):
+    config = {"driver": {"proc_version": str(tmp_path / "absent"), "nvidia_smi": str(tmp_path / "no-nvidia-smi")}}
+    samples, failures = probe.collect(config)
+    assert samples == [("sparkfleet_driver_info", {"kernel_module": "unknown", "userspace": "unknown"}, 1)]
+    assert failures == []
+
+
+def test_ray_status_counts_active_members():
+    with open(os.path.join(HEALTH, "ray-status-two-members.txt")) as handle:
+        text = handle.read()
+    assert probe.parse_ray_status(text) == 2
+    assert probe.parse_ray_status(text.replace(" 1 node_0c9d", " (no pending) node_0c9d")) == 1
+    assert probe.parse_ray_status("") == 0
+
+
+def test_units_and_ray_from_commands():
+    with open(os.path.join(HEALTH, "ray-status-two-members.txt")) as handle:
+        ray_text = handle.read()
+    calls = []
+
+    def runner(argv, timeout, env=None):
+        calls.append((argv, env))
+        if argv[0] == "systemctl":
+            return 0, ("ActiveState=failed\nNRestarts=3\nMainPID=0\n" if "vllm" in argv[-1]
+                       else "ActiveState=active\nNRestarts=0\nMainPID=0\n")
+        return 0, ray_text.replace(" 1 node_0c9d", " (gone) node_0c9d")
+
+    config = {"units": [{"name": "sparkfleet-vllm-tiny", "kind": "vllm"}, {"name": "sparkfleet-ray-head", "kind": "ray"}],
+              "ray": {"expected_members": 2, "ray": "/opt/v/bin/ray", "address": "192.168.100.10:6379",
+                      "token_file": "/etc/sparkfleet/ray/auth_token"}}
+    samples, failures = probe.collect(config, runner=runner)
+    vllm = {"unit": "sparkfleet-vllm-tiny", "kind": "vllm"}
+    assert ("sparkfleet_unit_active", vllm, False) in samples
+    assert ("sparkfleet_unit_failed", vllm, True) in samples
+    assert ("sparkfleet_unit_restarts", vllm, 3) in samples
+    assert ("sparkfleet_unit_active", {"unit": "sparkfleet-ray-head", "kind": "ray"}, True) in samples
+    assert ("sparkfleet_ray_members_alive", {}, 1) in samples
+    assert ("sparkfleet_ray_members_expected", {}, 2) in samples
+    assert failures == ["unit sparkfleet-vllm-tiny is not active", "ray: 1 of 2 members alive"]
+    ray_call = [c for c in calls if c[0][0] == "/opt/v/bin/ray"][0]
+    assert ray_call[0] == ["/opt/v/bin/ray", "status", "--address=192.168.100.10:6379"]
+    assert ray_call[1]["RAY_AUTH_TOKEN_PATH"] == "/etc/sparkfleet/ray/auth_token"
+
+
+def test_fabric_mtu_and_pings(tmp_path):
+    (tmp_path / "enp1s0f1np1").mkdir()
+    (tmp_path / "enp1s0f1np1" / "mtu").write_text("1500\n")
+    pinged = []
+
+    def runner(argv, timeout, env=None):
+        pinged.append(argv)
+        return (0 if argv[-1] == "192.168.100.11" else 1), ""
+
+    config = {"fabric": {"ifname": "enp1s0f1np1", "sysfs_net": str(tmp_path), "mtu": 9000, "ping_payload": 8972,
+                         "peers": [{"name": "spark-2", "address": "192.168.100.11"},
+                                   {"name": "spark-3", "address": "192.168.100.12"}]}}
+    samples, failures = probe.collect(config, runner=runner)
+    port = {"ifname": "enp1s0f1np1"}
+    assert ("sparkfleet_fabric_mtu", port, 1500) in samples
+    assert ("sparkfleet_fabric_mtu_expected", port, 9000) in samples
+    assert ("sparkfleet_fabric_peer_reachable", dict(port, peer="spark-2", address="192.168.100.11"), True) in samples
+    assert ("sparkfleet_fabric_peer_reachable", dict(port, peer="spark-3", address="192.168.100.12"), False) in samples
+    assert pinged[0] == ["ping", "-c", "1", "-W", "2", "-M", "do", "-s", "8972", "192.168.100.11"]
+    assert failures == ["fabric enp1s0f1np1: MTU 1500, expected 9000",
+                        "fabric: no jumbo don't-fragment ping reply from spark-3 (192.168.100.12)"]
+
+
+def test_missing_fabric_interface_reads_as_mtu_zero(tmp_path):
+    samples, _failures = probe.collect({"fabric": {"ifname": "nope", "sysfs_net": str(tmp_path), "mtu": 9000,
+                                                   "ping_payload": 8972}})
+    assert ("sparkfleet_fabric_mtu", {"ifname": "nope"}, 0) in samples
+
+
+class FakeVllm(http.server.BaseHTTPRequestHandler):
+    """Answers like `vllm serve --api-key`: /health open, /v1/* only with the bearer key."""
+
+    key = "k-123"
+    served = "tiny"
+    broken_completion = False
+
+    def log_message(self, *_args):
+        pass
+
+    def _answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _authorized(self):
+        return self.headers.get("Authorization") == "Bearer " + self.key
+
+    def do_GET(self):
+        if self.path == "/health":
+            return self._answer(200, {})
+        if not self._authorized():
+            return self._answer(401, {"error": "Unauthorized"})
+        if self.path == "/v1/models":
+            return self._answer(200, {"object": "list", "data": [{"id": self.served, "object": "model"}]})
+        return self._answer(404, {})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self._authorized():
+            return self._answer(401, {"error": "Unauthorized"})
+        if self.broken_completion:
+            return self._answer(500, {"error": "EngineDeadError"})
+        assert body["max_tokens"] == 1 and body["model"] == self.served
+        return self._answer(200, {"choices": [{"text": " Paris"}], "usage": {"completion_tokens": 1}})
+
+
+@pytest.fixture()
+def endpoint():
+    server = http.server.HTTPServer(("127.0.0.1", 0), FakeVllm)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    FakeVllm.broken_completion = False
+
+
+def _run_main(tmp_path, port, key_text):
+    keyfile = tmp_path / "tiny.env"
+    if key_text is not None:
+        keyfile.write_text(key_text)
+    out = tmp_path / "textfile"
+    out.mkdir(exist_ok=True)
+    config = {"textfile_dir": str(out), "timeout": 5,
+              "endpoints": [{"name": "tiny", "served_name": "tiny", "port": port, "api_key_file": str(keyfile)}]}
+    (tmp_path / "probe.json").write_text(json.dumps(config))
+    assert probe.main(["--config", str(tmp_path / "probe.json")]) == 0
+    return parse_exposition((out / "sparkfleet_health.prom").read_text())
+
+
+def _value(samples, name, **labels):
+    return samples[(name, frozenset(labels.items()))]
+
+
+def test_main_healthy_endpoint_with_key(tmp_path, endpoint):
+    samples = _run_main(tmp_path, endpoint, "VLLM_API_KEY=k-123\n")
+    assert _value(samples, "sparkfleet_vllm_endpoint_up", model="tiny", port=str(endpoint)) == 1
+    for check in ("health", "models", "completion"):
+        assert _value(samples, "sparkfleet_vllm_endpoint_check", model="tiny", port=str(endpoint), check=check) == 1
+    assert _value(samples, "sparkfleet_health_probe_last_run_timestamp_seconds") > 1.7e9
+
+
+def test_main_without_the_key_file_is_unauthorized(tmp_path, endpoint):
+    samples = _run_main(tmp_path, endpoint, None)
+    labels = {"model": "tiny", "port": str(endpoint)}
+    assert _value(samples, "sparkfleet_vllm_endpoint_up", **labels) == 0
+    assert _value(samples, "sparkfleet_vllm_endpoint_check", check="health", **labels) == 1
+    assert _value(samples, "sparkfleet_vllm_endpoint_check", check="models", **labels) == 0
+
+
+def test_main_wedged_engine_fails_the_completion_only(tmp_path, endpoint):
+    FakeVllm.broken_completion = True
+    samples = _run_main(tmp_path, endpoint, "VLLM_API_KEY=k-123\n")
+    labels = {"model": "tiny", "port": str(endpoint)}
+    assert _value(samples, "sparkfleet_vllm_endpoint_check", check="health", **labels) == 1
+    assert _value(samples, "sparkfleet_vllm_endpoint_check", check="completion", **labels) == 0
+    assert _value(samples, "sparkfleet_vllm_endpoint_up", **labels) == 0
+
+
+def test_main_endpoint_down(tmp_path):
+    samples = _run_main(tmp_path, 9, "VLLM_API_KEY=k-123\n")  # port 9 (discard): nothing listens
+    assert _value(samples, "sparkfleet_vllm_endpoint_up", model="tiny", port="9") == 0
+    assert ("sparkfleet_vllm_completion_seconds", frozenset({"model": "tiny", "port": "9"}.items())) not in samples
+
+
+def test_main_unreadable_config_exits_2(tmp_path):
+    assert probe.main(["--config", str(tmp_path / "absent.json")]) == 2
+
+
+NCCL_ENV = {"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib",
+            "VLLM_NCCL_SO_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2"}
+
+
+@pytest.mark.parametrize("process_env,kind,ours", [
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib:/usr/lib",
+      "VLLM_NCCL_SO_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2"}, "vllm", True),
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "vllm", False),  # pynccl would load torch's
+    ({"LD_LIBRARY_PATH": "/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "ray", True),
+    ({"LD_LIBRARY_PATH": "/usr/lib:/opt/sparkfleet/nccl/2.28.9-sm121/lib"}, "ray", False),
+    ({}, "ray", False),
+])
+def test_nccl_is_ours(process_env, kind, ours):
+    assert probe.nccl_is_ours(process_env, NCCL_ENV, kind) is ours
+
+
+def test_nccl_check_reads_the_main_pid_environ(tmp_path):
+    (tmp_path / "nccl.env").write_text("# managed\nNCCL_HOME=/opt/sparkfleet/nccl/2.28.9-sm121\n"
+                                       "LD_LIBRARY_PATH=/opt/sparkfleet/nccl/2.28.9-sm121/lib\n")
+    for pid, path in (("101", "/opt/sparkfleet/nccl/2.28.9-sm121/lib"), ("202", "/opt/sparkfleet/venv/lib")):
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "environ").write_bytes(b"PATH=/usr/bin\0LD_LIBRARY_PATH=" + path.encode() + b"\0")
+
+    def runner(argv, timeout, env=None):
+        pid = {"sparkfleet-ray-head.service": "101", "sparkfleet-ray-old.service": "202"}.get(argv[-1], "0")
+        return 0, "ActiveState=active\nNRestarts=0\nMainPID=%s\n" % pid
+
+    config = {"nccl_env_file": str(tmp_path / "nccl.env"), "proc_root": str(tmp_path),
+              "units": [{"name": "sparkfleet-ray-head", "kind": "ray"}, {"name": "sparkfleet-ray-old", "kind": "ray"},
+                        {"name": "sparkfleet-stopped", "kind": "ray"}]}
+    samples, failures = probe.collect(config, runner=runner)
+    nccl = [s for s in samples if s[0] == "sparkfleet_unit_nccl_ours"]
+    assert nccl == [("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-head", "kind": "ray"}, True),
+                    ("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-old", "kind": "ray"}, False)]
+    assert failures == ["unit sparkfleet-ray-old did not start with the NCCL of %s first" % (tmp_path / "nccl.env")]
