@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo sim-up sim-down clean bench docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo demo-report sim-up sim-down clean bench docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -83,8 +83,11 @@ sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-
 sim-down: venv ## Remove the simulated fleet
 	ansible-playbook tests/sim/destroy.yml -e @tests/sim/fleet.yml
 
-demo: sim-up ## site.yml against the simulated fleet, then what it built
+demo: sim-up ## site.yml against the simulated fleet; it ends with the fleet table
+	@cat tests/sim/DEMO.txt
 	ansible-playbook site.yml -i $(SIM_INVENTORY)
+
+demo-report: venv ## After make demo: each sim host's driver pin and gpu-memory-utilization arithmetic
 	ansible-playbook playbooks/demo_report.yml -i $(SIM_INVENTORY)
 
 # On a machine with an NVIDIA GPU and nvcc only (never in make test: CI has no GPU).
