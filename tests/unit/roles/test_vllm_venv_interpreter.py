@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+"""sparkfleet.gb10.vllm_venv creates its virtualenv with vllm_venv_python and recreates it when the
+existing one was made from another Python major.minor: run by ansible-playbook on localhost, real venvs."""
+
+import os
+import subprocess
+import sys
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+PLAY = """
+- name: Interpreter
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Run the interpreter step of the role
+      ansible.builtin.include_role:
+        name: sparkfleet.gb10.vllm_venv
+        tasks_from: interpreter.yml
+"""
+WANT = "%d.%d" % sys.version_info[:2]
+
+
+def _run(tmp_path, venv_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, "collections"))
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "vllm_venv_python=" + sys.executable,
+           "-e", "vllm_venv_path=" + str(venv_path), str(playbook)]
+    proc = subprocess.run(cmd, cwd=TOP, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def _changed(out):
+    return int(out.rsplit("changed=", 1)[1].split()[0])
+
+
+def _version(venv_path):
+    for line in (venv_path / "pyvenv.cfg").read_text().splitlines():
+        if line.startswith("version"):
+            return line.split("=", 1)[1].strip()
+    return None
+
+
+def test_a_new_virtualenv_is_made_once(tmp_path):
+    path = tmp_path / "venv"
+    assert _changed(_run(tmp_path, path)) == 1
+    assert _version(path).startswith(WANT + ".")
+    assert (path / "bin" / "python").exists()
+    assert _changed(_run(tmp_path, path)) == 0  # the rerun leaves it alone
+
+
+def test_a_virtualenv_of_another_python_is_recreated_empty(tmp_path):
+    path = tmp_path / "venv"
+    _run(tmp_path, path)
+    cfg = path / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("version = " + _version(path), "version = 3.10.12"))
+    stamp = path / ".sparkfleet-install-stamp"
+    stamp.write_text("inputs of an install for 3.10\n")
+    assert _changed(_run(tmp_path, path)) == 1
+    assert _version(path).startswith(WANT + ".")
+    assert not stamp.exists()  # --clear: pip installs everything again for the new interpreter
