@@ -134,21 +134,28 @@ def inventory_groups(request):
     return _groups_of_hosts_yml(os.path.join(TOP, "inventories", "sim", "hosts.yml"))
 
 
-@pytest.fixture(scope="module")
-def hostvars(host, request, inventory_groups):
-    """The collection's variables for the host under test."""
-    name = host.backend.get_hostname()
+def collection_vars(name, groups, group_vars):
+    """HostVars of inventory host NAME: role defaults, then group_vars of all and of its other groups."""
     raw = {}
     for path in sorted(glob.glob(os.path.join(TOP, "roles", "*", "defaults", "main.yml"))):
         with open(path) as handle:
             raw.update(yaml.safe_load(handle) or {})
-    group_vars = request.config.getoption("--sparkfleet-group-vars")
-    member_of = [g for g in sorted(inventory_groups) if g != "all" and name in inventory_groups[g]]
+    member_of = [g for g in sorted(groups) if g != "all" and name in groups[g]]
+    if not member_of:
+        raise LookupError("%s is in no group of the inventory %s" % (name, groups))
     for group in ["all"] + member_of:
         raw.update(_load_yaml_dir(os.path.join(group_vars, group)))
-    if not member_of:
-        pytest.fail("%s is in no group of the inventory %s" % (name, inventory_groups))
-    return HostVars(name, raw, inventory_groups)
+    return HostVars(name, raw, groups)
+
+
+@pytest.fixture(scope="module")
+def hostvars(host, request, inventory_groups):
+    """The collection's variables for the host under test."""
+    try:
+        return collection_vars(host.backend.get_hostname(), inventory_groups,
+                               request.config.getoption("--sparkfleet-group-vars"))
+    except LookupError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="module")
