@@ -11,7 +11,8 @@ short_description: Prints one compact table of the fleet at the end of site.yml 
 description:
   - Collects the C(sparkfleet_fleet_row) fact that the summary play of C(playbooks/verify.yml) sets on each host
     (driver, fabric address and MTU, NCCL, Ray role and members, each model with its endpoint, state and
-    gpu-memory-utilization) and prints one table after the play recap, instead of a debug list per host.
+    gpu-memory-utilization, and the tokens/s of the verify completion) and prints one table after the play recap,
+    instead of a debug list per host.
   - Hosts that failed a task are listed under the table, in red, with the first line of what failed.
   - Enabled in the collection's C(ansible.cfg) (C(callbacks_enabled = sparkfleet.gb10.fleet_table)); prints nothing
     when no host set the fact.
@@ -23,13 +24,21 @@ from ansible.plugins.callback import CallbackBase
 from ansible.utils.color import stringc
 
 ROW_FACT = "sparkfleet_fleet_row"
-COLUMNS = ("host", "driver", "fabric", "nccl", "ray", "model", "endpoint", "state", "gpu-mem")
+COLUMNS = ("host", "driver", "fabric", "nccl", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s")
 
 
 def _text(value, default="-"):
     if value is None or value == "":
         return default
     return str(value)
+
+
+def _rate(value):
+    """tokens/s of the verify completion with one decimal; '-' for a model that did not answer one."""
+    try:
+        return "%.1f" % float(value)
+    except (TypeError, ValueError):
+        return "-"
 
 
 def table_lines(rows):
@@ -45,7 +54,8 @@ def table_lines(rows):
         models = row.get("models") or [{}]
         for index, model in enumerate(models):
             cells = head if index == 0 else [""] * len(head)
-            lines.append(cells + [_text(model.get(key)) for key in ("name", "endpoint", "state", "gpu_memory_utilization")])
+            lines.append(cells + [_text(model.get(key)) for key in ("name", "endpoint", "state", "gpu_memory_utilization")]
+                         + [_rate(model.get("tokens_per_second"))])
     widths = [max(len(c) for c in column) for column in zip(COLUMNS, *lines)] if lines else []
     out = []
     for cells in [list(COLUMNS)] + lines:

@@ -5,13 +5,16 @@ inventory of tests/preflight/cases (must fail with the expected words), with
 hosts read locally from GB10 fixtures. A case with ``site: true`` runs the whole
 site.yml (in check mode) instead, to prove that it stops at preflight: no task of
 a later play runs and no host changes. Exits non-zero on any miss.
+
+Each run goes through ansible-runner (tools/runner_events.py) and is judged on
+its events: the expected words must be in what the failed tasks said
+(``runner_on_failed``), changed counts per host come from the run's stats, and
+the plays that started from ``playbook_on_play_start``.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import sys
 
 import yaml
@@ -19,54 +22,65 @@ import yaml
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(TOP, "tests", "preflight")
 EXAMPLES = ["two-spark", "dual-independent", "three-spark", "single-spark", "sim"]
+sys.path.insert(0, os.path.join(TOP, "tools"))
+
+import runner_events  # noqa: E402
 
 
 def preflight(inventory, fixture="nominal", site=False):
     playbook = os.path.join(TOP, "site.yml") if site else os.path.join(TOP, "playbooks", "preflight.yml")
-    cmd = ["ansible-playbook", playbook, "-i", inventory] + (["--check"] if site else []) + [
-           "-e", "@" + os.path.join(HERE, "offline.yml"),
-           "-e", "test_fixture_root=" + os.path.join(TOP, "tests", "fixtures", "gb10", fixture)]
-    proc = subprocess.run(cmd, cwd=TOP, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
+    return runner_events.run_playbook(
+        playbook, inventory, check=site,
+        extra_vars_files=[os.path.join(HERE, "offline.yml")],
+        extra_vars={"test_fixture_root": os.path.join(TOP, "tests", "fixtures", "gb10", fixture)})
 
 
-def changed_hosts(output):
-    return re.findall(r"^(\S+)\s+: ok=\d+\s+changed=([1-9]\d*)", output, re.M)
+def passing(run):
+    """Problems of a run that must pass: exit code, failed tasks, changes, preflight not reached."""
+    problems = []
+    if run.rc != 0:
+        problems.append("rc=%d" % run.rc)
+    problems += ["failed %s" % line for line in runner_events.failure_text(run.events).splitlines()[:1]]
+    problems += ["changed %s=%d" % item for item in runner_events.changed_hosts(run.stats).items()]
+    if runner_events.plays_started(run.events) != ["Preflight"]:
+        problems.append("plays %s" % runner_events.plays_started(run.events))
+    return problems
 
 
-def later_plays(output):
-    """Plays of site.yml after Preflight that started (none may, when preflight fails)."""
-    return [play for play in re.findall(r"^PLAY \[(.*)\]", output, re.M) if play != "Preflight"]
+def failing(run, case):
+    """Problems of a broken case: it must fail, in a task that says the expected words, and change nothing."""
+    problems = [] if run.rc != 0 else ["rc=0"]
+    said = runner_events.failure_text(run.events)
+    if not runner_events.failed_tasks(run.events):
+        problems.append("no task failed")
+    problems += ["missing %r" % word for word in case["expect"] if word not in said]
+    problems += ["changed %s=%d" % item for item in runner_events.changed_hosts(run.stats).items()]
+    later = [play for play in runner_events.plays_started(run.events) if play != "Preflight"]
+    if case.get("site") and later:
+        problems.append("no play after Preflight (ran: %s)" % ", ".join(later))
+    return problems
 
 
 def main():
     failures = []
-    for name in EXAMPLES:
-        rc, out = preflight(os.path.join(TOP, "inventories", name))
-        ok = rc == 0 and not changed_hosts(out)
-        print("%-4s example  %s" % ("ok" if ok else "FAIL", name))
-        if not ok:
-            failures.append((name, out))
-    for name in sorted(os.listdir(os.path.join(HERE, "valid"))):
-        rc, out = preflight(os.path.join(HERE, "valid", name))
-        ok = rc == 0 and not changed_hosts(out)
-        print("%-4s valid    %s" % ("ok" if ok else "FAIL", name))
-        if not ok:
-            failures.append((name, out))
+    runs = [("example ", name, os.path.join(TOP, "inventories", name), None) for name in EXAMPLES]
+    runs += [("valid   ", name, os.path.join(HERE, "valid", name), None) for name in sorted(os.listdir(os.path.join(HERE, "valid")))]
     with open(os.path.join(HERE, "cases.yml")) as handle:
         cases = yaml.safe_load(handle)
-    for name, case in sorted(cases.items()):
-        rc, out = preflight(os.path.join(HERE, "cases", name, case.get("inventory", "hosts.yml")),
-                            case.get("fixture", "nominal"), case.get("site", False))
-        missing = [word for word in case["expect"] if word not in out]
-        if case.get("site") and later_plays(out):
-            missing.append("no play after Preflight (ran: %s)" % ", ".join(later_plays(out)))
-        ok = rc != 0 and not missing and not changed_hosts(out)
-        print("%-4s broken   %s%s" % ("ok" if ok else "FAIL", name, "" if ok else " (rc=%d, missing %s)" % (rc, missing)))
-        if not ok:
-            failures.append((name, out))
-    for name, out in failures:
-        print("\n===== %s\n%s" % (name, out[-4000:]))
+    runs += [("broken  ", name, os.path.join(HERE, "cases", name, case.get("inventory", "hosts.yml")), case)
+             for name, case in sorted(cases.items())]
+    for kind, name, inventory, case in runs:
+        if case is None:
+            run = preflight(inventory)
+            problems = passing(run)
+        else:
+            run = preflight(inventory, case.get("fixture", "nominal"), case.get("site", False))
+            problems = failing(run, case)
+        print("%-4s %s %s%s" % ("FAIL" if problems else "ok", kind, name, " (%s)" % "; ".join(problems) if problems else ""))
+        if problems:
+            failures.append((name, run))
+    for name, run in failures:
+        print("\n===== %s\n%s\n%s" % (name, runner_events.failure_text(run.events), run.stdout[-4000:]))
     return 1 if failures else 0
 
 

@@ -1,0 +1,169 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Ask a vLLM endpoint for one completion and time it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_completion
+short_description: Ask a vLLM endpoint for one completion and measure its tokens per second
+version_added: "0.1.0"
+description:
+  - Sends one request to the OpenAI-compatible C(/v1/completions) of a vLLM endpoint and measures, on the
+    host, the wall time from sending the request to having read the whole response.
+  - Returns the response, C(completion_tokens) from its C(usage) and C(tokens_per_second) (completion tokens
+    over that wall time, prefill and HTTP included), which the fleet table shows per model.
+  - Fails when the endpoint does not answer 200 or the answer has no completion tokens.
+  - Read-only on the host, but it makes the model generate; like M(ansible.builtin.uri) it is skipped in check mode.
+options:
+  url:
+    description: The completions URL, for example C(http://127.0.0.1:8000/v1/completions).
+    type: str
+    required: true
+  model:
+    description: The served model name.
+    type: str
+    required: true
+  prompt:
+    description: The prompt.
+    type: str
+    required: true
+  max_tokens:
+    description: max_tokens of the request (reasoning models need enough to get past their thinking).
+    type: int
+    default: 16
+  api_key:
+    description: "The endpoint's API key, sent as C(Authorization: Bearer); empty sends none."
+    type: str
+    default: ""
+  timeout:
+    description: Seconds to wait for the answer.
+    type: int
+    default: 600
+attributes:
+  check_mode:
+    support: none
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+author:
+  - sparkfleet.gb10 developers
+"""
+
+EXAMPLES = r"""
+- name: Ask the endpoint for a completion
+  sparkfleet.gb10.vllm_completion:
+    url: http://127.0.0.1:8000/v1/completions
+    model: tiny-tp
+    prompt: The capital of France is
+    max_tokens: 16
+    api_key: "{{ vllm_service_api_key }}"
+  register: completion
+"""
+
+RETURN = r"""
+status:
+  description: HTTP status of the answer (-1 when the request failed before one came).
+  returned: always
+  type: int
+  sample: 200
+elapsed:
+  description: Seconds from sending the request to having read the answer.
+  returned: always
+  type: float
+  sample: 0.412
+completion_tokens:
+  description: usage.completion_tokens of the answer (0 when it has none).
+  returned: always
+  type: int
+  sample: 16
+tokens_per_second:
+  description: completion_tokens / elapsed, rounded to 0.1 (0.0 when either is missing).
+  returned: always
+  type: float
+  sample: 38.8
+text:
+  description: The text of the first choice.
+  returned: always
+  type: str
+  sample: " Paris"
+json:
+  description: The whole answer.
+  returned: when the answer was JSON
+  type: dict
+"""
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
+
+
+def tokens_per_second(completion_tokens, elapsed):
+    """Completion tokens over the measured seconds, rounded to 0.1; 0.0 without either."""
+    try:
+        tokens, seconds = int(completion_tokens or 0), float(elapsed or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    if tokens <= 0 or seconds <= 0:
+        return 0.0
+    return round(tokens / seconds, 1)
+
+
+def summarise(status, elapsed, body):
+    """The module's result for an answer (status, seconds, raw body)."""
+    result = {"status": status, "elapsed": round(elapsed, 3), "completion_tokens": 0, "tokens_per_second": 0.0,
+              "text": ""}
+    try:
+        answer = json.loads(body) if body else None
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict):
+        result["json"] = answer
+        result["completion_tokens"] = int((answer.get("usage") or {}).get("completion_tokens") or 0)
+        choices = answer.get("choices") or [{}]
+        result["text"] = str(choices[0].get("text") or "")
+    result["tokens_per_second"] = tokens_per_second(result["completion_tokens"], elapsed)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            model=dict(type="str", required=True),
+            prompt=dict(type="str", required=True),
+            max_tokens=dict(type="int", default=16),
+            api_key=dict(type="str", default="", no_log=True),
+            timeout=dict(type="int", default=600),
+        ),
+        supports_check_mode=False,
+    )
+    p = module.params
+    headers = {"Content-Type": "application/json"}
+    if p["api_key"]:
+        headers["Authorization"] = "Bearer " + p["api_key"]
+    payload = json.dumps({"model": p["model"], "prompt": p["prompt"], "max_tokens": p["max_tokens"], "temperature": 0})
+    start = time.monotonic()
+    response, info = fetch_url(module, p["url"], data=payload, headers=headers, method="POST", timeout=p["timeout"])
+    body = response.read() if response else info.get("body", b"")
+    elapsed = time.monotonic() - start
+    result = summarise(info.get("status", -1), elapsed, body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+    result["changed"] = False
+    if result["status"] != 200:
+        module.fail_json(msg="%s answered %s: %s" % (p["url"], result["status"], info.get("msg", "")), **result)
+    if result["completion_tokens"] == 0:
+        module.fail_json(msg="%s answered 200 without completion tokens (max_tokens=%d)" % (p["url"], p["max_tokens"]),
+                         **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
