@@ -59,6 +59,8 @@ def main():
         rc, out = preflight(os.path.join(HERE, "cases", name, case.get("inventory", "hosts.yml")),
                             case.get("fixture", "nominal"), case.get("site", False))
         missing = [word for word in case["expect"] if word not in out]
+        # Words that must never show (a secret written into the inventory by mistake).
+        missing += ["never %r" % word for word in case.get("never", []) if word in out]
         if case.get("site") and later_plays(out):
             missing.append("no play after Preflight (ran: %s)" % ", ".join(later_plays(out)))
         ok = rc != 0 and not missing and not changed_hosts(out)
