@@ -63,6 +63,10 @@ class ActionModule(ActionBase):
         result["checked_hosts"] = list(hosts)
         result["findings"] = [f.as_dict() for f in findings]
         result["changed"] = False
+        optouts = fp.optout_warnings(fleet)
+        if optouts:
+            result["warnings"] = ["OPEN ENDPOINT " + line for line in optouts]
+        result["api_key_optouts"] = optouts
         if findings:
             result["failed"] = True
             result["msg"] = "Preflight found %d problem(s); nothing was changed:\n%s" % (

@@ -183,6 +183,16 @@ def check_entry(model_entry, gb10_facts, cluster):
         fail("enforce_eager", True, "true without 'allow_enforce_eager_reason' (rule no_enforce_eager: ~55% "
              "throughput loss on SM121)", "fix the startup problem, or write the reason in allow_enforce_eager_reason")
 
+    if entry["api_key"] == "none" and not (entry["api_key_optout_reason"] or "").strip() and "api_key_optout_reason" not in bad:
+        fail("api_key", "none", "the endpoint would answer anyone who reaches its port, without "
+             "'api_key_optout_reason'", "leave api_key out (a key is generated for the endpoint), or write why "
+             "it must be open in api_key_optout_reason")
+    if entry["api_key"] == "none" and entry["api_key_file"]:
+        fail("api_key_file", entry["api_key_file"], "given with api_key: none (no key)", "drop one of the two")
+    if entry["api_key_optout_reason"] and entry["api_key"] != "none" and "api_key" not in bad:
+        fail("api_key_optout_reason", entry["api_key_optout_reason"], "given without api_key: none, so the "
+             "endpoint still has a key", "set api_key: none to open the endpoint, or remove the reason")
+
     gmu = entry["gpu_memory_utilization"]
     default, cap, rule_id = default_utilization(entry, clus)
     if gmu is None:

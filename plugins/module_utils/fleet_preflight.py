@@ -25,7 +25,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS, api_key_optout
 
 
 class Finding(object):
@@ -582,6 +582,24 @@ def check_cluster_layout(fleet, ray_defaults=None):
                                                 "inside Ray's worker port range %d-%d" % worker_range,
                                                 "choose a port outside %d-%d" % worker_range))
     return findings
+
+
+def optout_warnings(fleet):
+    """One loud line per endpoint that answers without an API key (api_key: none with a reason;
+    without a reason check_entry refuses it). Only the host serving the API (the first node) counts."""
+    lines = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        for index, model in enumerate(_models(host_vars)):
+            if not isinstance(model, dict):
+                continue
+            nodes = model.get("nodes") if isinstance(model.get("nodes"), list) and model.get("nodes") else [host]
+            reason = api_key_optout(model)
+            if reason and nodes[0] == host:
+                lines.append("%s: %s: api_key: none, the OpenAI API on port %s answers ANYONE who reaches it, "
+                             "without a key (reason given: %s)" % (host, _var(host_vars, index, model),
+                                                                  model.get("port", 8000), reason))
+    return lines
 
 
 def check_fleet(fleet, role_specs, checks=None):

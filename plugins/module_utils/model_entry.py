@@ -50,6 +50,12 @@ MODEL_ENTRY_SPEC = {
     "trust_remote_code": {"type": "bool", "default": False, "description": "--trust-remote-code."},
     "api_key_file": {"type": "path", "description": "Environment file holding VLLM_API_KEY=...; read by the service "
                                                     "(EnvironmentFile), never put on the command line."},
+    "api_key": {"type": "str", "choices": ["none"], "secret": True,
+                "description": "Only 'none': the endpoint answers without a key (needs api_key_optout_reason). Without "
+                               "it the endpoint has a key: vllm_service_api_key, api_key_file, or one generated on the "
+                               "host."},
+    "api_key_optout_reason": {"type": "str", "description": "Written reason why the endpoint answers anyone "
+                                                            "(api_key: none)."},
     "extra_args": {"type": "list", "elements": "str", "default": [], "description": "Further vllm serve arguments; "
                    "flags the filter manages or the rule book forbids are refused."},
     "enforce_eager": {"type": "bool", "default": False, "description": "--enforce-eager; refused without allow_enforce_eager_reason."},
@@ -123,6 +129,9 @@ class EntryError(ValueError):
         super(EntryError, self).__init__("\n".join(p.text(what) for p in self.problems))
 
 
+# What a problem shows instead of the value of a secret key (MODEL_ENTRY_SPEC 'secret').
+SECRET_SHOWN = "(hidden)"
+
 # Names end up in unit names, log file names and secret file names.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Lower bounds of the integer keys (a port is 1-65535).
@@ -189,33 +198,36 @@ def check(entry, spec, elsewhere=()):
                                         "add '%s' (%s)" % (key, rule["description"])))
             continue
         value = entry[key]
+        shown = SECRET_SHOWN if rule.get("secret") else value  # a key put there by mistake is never printed
         if not _check_type(value, rule["type"]):
-            problems.append(Problem(key, value, "must be %s, got %s" % (_describe(rule), type_word(value)),
+            problems.append(Problem(key, shown, "must be %s, got %s" % (_describe(rule), type_word(value)),
                                     "write '%s' as %s (%s)" % (key, _describe(rule), rule["description"])))
             continue
         if rule.get("elements") and not all(_check_type(v, rule["elements"]) for v in value):
-            problems.append(Problem(key, value, "must be %s" % _describe(rule),
+            problems.append(Problem(key, shown, "must be %s" % _describe(rule),
                                     "write each item of '%s' as %s" % (key, _TYPE_WORDS[rule["elements"]])))
             continue
         if rule.get("choices") and value not in rule["choices"]:
             close = difflib.get_close_matches(str(value), [str(c) for c in rule["choices"]], n=1)
-            problems.append(Problem(key, value, "not one of %s%s" % (", ".join(map(str, rule["choices"])),
+            problems.append(Problem(key, shown, "not one of %s%s" % (", ".join(map(str, rule["choices"])),
                                                                    " (did you mean '%s'?)" % close[0] if close else ""),
-                                    "choose one of %s" % ", ".join(map(str, rule["choices"]))))
+                                    "choose one of %s%s" % (", ".join(map(str, rule["choices"])),
+                                                            "; a key itself belongs in vllm_service_api_key (vault) or "
+                                                            "an api_key_file, never in the entry" if rule.get("secret") else "")))
             continue
         if rule["type"] in ("int", "float") and (value < MINIMUM.get(key, value) or value > MAXIMUM.get(key, value)):
             bounds = ">= %s" % MINIMUM[key] if key not in MAXIMUM else "%s-%s" % (MINIMUM[key], MAXIMUM[key])
-            problems.append(Problem(key, value, "out of range", "use a value %s" % bounds))
+            problems.append(Problem(key, shown, "out of range", "use a value %s" % bounds))
             continue
         if rule["type"] in ("str", "path") and not value.strip():
-            problems.append(Problem(key, value, "empty", "leave '%s' out for the default, or give it a value" % key))
+            problems.append(Problem(key, shown, "empty", "leave '%s' out for the default, or give it a value" % key))
             continue
         if rule["type"] == "path" and not value.startswith("/"):
-            problems.append(Problem(key, value, "not an absolute path (systemd and the service read it from /)",
+            problems.append(Problem(key, shown, "not an absolute path (systemd and the service read it from /)",
                                     "write the full path, starting with /"))
             continue
         if key == "name" and not NAME_PATTERN.match(value):
-            problems.append(Problem(key, value, "not a usable name (it becomes part of unit and file names)",
+            problems.append(Problem(key, shown, "not a usable name (it becomes part of unit and file names)",
                                     "use only letters, digits, '.', '_' and '-'"))
             continue
         out[key] = value
@@ -273,3 +285,13 @@ def weights_gib(entry):
             per = BYTES_PER_PARAM["fp8"]
         return entry["params_b"] * 1e9 * per / 2 ** 30
     return None
+
+
+def api_key_optout(entry):
+    """The written reason when a model entry opts out of its API key (``api_key: none`` with
+    ``api_key_optout_reason``), else None. check_entry refuses an opt-out without a reason;
+    preflight warns about every opt-out with one."""
+    if not isinstance(entry, dict) or str(entry.get("api_key") or "").strip().lower() != "none":
+        return None
+    reason = entry.get("api_key_optout_reason")
+    return reason.strip() if isinstance(reason, str) and reason.strip() else None

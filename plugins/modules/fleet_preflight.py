@@ -15,6 +15,8 @@ description:
     C(meta/argument_specs.yml), unknown or misspelt variables, fabric addressing,
     cluster layouts, model entries and the GB10 rule book against the host facts.
   - Reports all findings together; each names the host, the variable, the value and the fix.
+  - Warns, once per endpoint, about every model entry that opts out of its API key
+    (C(api_key) set to C(none), with C(api_key_optout_reason)); an opt-out without a reason is a finding.
 options:
   hosts:
     description: Inventory hostnames to check.
@@ -42,6 +44,11 @@ findings:
   description: Every problem found, each with host, variable, value, problem and fix.
   type: list
   elements: dict
+  returned: always
+api_key_optouts:
+  description: One line per endpoint that answers without an API key, with the reason given (also shown as warnings).
+  type: list
+  elements: str
   returned: always
 checked_hosts:
   description: The hosts that were checked.

@@ -14,6 +14,7 @@ the plays that started from ``playbook_on_play_start``.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -54,6 +55,10 @@ def failing(run, case):
     if not runner_events.failed_tasks(run.events):
         problems.append("no task failed")
     problems += ["missing %r" % word for word in case["expect"] if word not in said]
+    # Words that must never show anywhere (a secret written into the inventory by mistake).
+    shown = run.stdout + json.dumps(run.events, default=str)
+    problems += ["shows a word it must never show (case %s, 'never')" % case.get("inventory", "hosts.yml")
+                 for word in case.get("never", []) if word in shown]
     problems += ["changed %s=%d" % item for item in runner_events.changed_hosts(run.stats).items()]
     later = [play for play in runner_events.plays_started(run.events) if play != "Preflight"]
     if case.get("site") and later:

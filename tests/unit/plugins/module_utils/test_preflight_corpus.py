@@ -29,7 +29,7 @@ from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import f
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
+    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN)
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -166,6 +166,9 @@ WRONG_VALUE = {
     "enable_expert_parallel": (True, "enable_expert_parallel", {"moe": False}),
     "gpu_memory_utilization": (0.95, "gpu_memory_utilization", {}),
     "api_key_file": ("keys/qwen.env", "api_key_file", {}),
+    # A key written into the entry by mistake: refused, and never printed (SECRET_SHOWN instead).
+    "api_key": ("sk-live-0123456789abcdef", "api_key", {}),
+    "api_key_optout_reason": ("   ", "api_key_optout_reason", {"api_key": "none"}),
     "extra_args": (["--load-format", "fastsafetensors"], "extra_args", {}),
     "enforce_eager": (True, "enforce_eager", {}),
     "allow_enforce_eager_reason": ("   ", "allow_enforce_eager_reason", {}),
@@ -203,12 +206,14 @@ def _key_cases():
     cases = []
     for key, rule in sorted(MODEL_ENTRY_SPEC.items()):
         value = WRONG_TYPE[rule["type"]]
-        cases.append(pytest.param(key, {key: value}, (), key, value, id="%s-wrong-type" % key))
+        shown = SECRET_SHOWN if rule.get("secret") else value
+        cases.append(pytest.param(key, {key: value}, (), key, shown, id="%s-wrong-type" % key))
         if key in WRONG_VALUE:
             value, named, scene = WRONG_VALUE[key]
             patch = dict(scene, **{key: value})
             if named.startswith(key + "."):  # a sub-key of a dict: the finding shows the sub-key's value
                 value = value[named.split(".", 1)[1]]
+            value = SECRET_SHOWN if rule.get("secret") else value
             cases.append(pytest.param(key, patch, (), named, value, id="%s-wrong-value" % key))
         typo = _misspell(key)
         cases.append(pytest.param(key, {typo: "x"}, (key,), typo, "x", id="%s-misspelt-%s" % (key, typo)))
@@ -681,3 +686,39 @@ def test_the_filter_the_role_uses_reports_every_problem_of_an_entry_too():
 def test_minimum_bounds_name_only_schema_keys():
     from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC
     assert set(MINIMUM) <= set(MODEL_ENTRY_SPEC) | set(CLUSTER_SPEC)
+
+
+# ------------------------------------------------------------------ API key opt-out
+def test_api_key_optout_without_reason_is_refused_with_the_other_problems_of_the_entry():
+    fleet = valid_fleet()
+    host, index = WHERE
+    fleet[host]["sparkfleet_models"][index].update({"api_key": "none", "max_model_len": 0})
+    findings = preflight(fleet)
+    keys = sorted(f.variable.rsplit(".", 1)[1] for f in findings)
+    assert keys == ["api_key", "max_model_len"], findings
+    ours = [f for f in findings if f.variable.endswith(".api_key")][0]
+    assert_well_formed(ours)
+    assert ours.host == host and ours.value == "none" and "api_key_optout_reason" in ours.fix
+
+
+def test_api_key_optout_with_reason_passes_and_is_warned_about_loudly():
+    fleet = valid_fleet()
+    host, index = WHERE
+    fleet[host]["sparkfleet_models"][index].update({"api_key": "none", "api_key_optout_reason": "lab bench, no network"})
+    assert preflight(fleet) == []
+    lines = fp.optout_warnings(fleet)
+    assert len(lines) == 1
+    assert lines[0].startswith(host + ": sparkfleet_models[%d]" % index)
+    assert "ANYONE" in lines[0] and "lab bench, no network" in lines[0]
+
+
+def test_a_reason_without_the_optout_and_a_key_file_with_it_are_refused():
+    fleet = valid_fleet()
+    host, index = WHERE
+    fleet[host]["sparkfleet_models"][index]["api_key_optout_reason"] = "forgot api_key: none"
+    assert [f.variable.rsplit(".", 1)[1] for f in preflight(fleet)] == ["api_key_optout_reason"]
+    fleet = valid_fleet()
+    fleet[host]["sparkfleet_models"][index].update({"api_key": "none", "api_key_optout_reason": "open lab",
+                                                    "api_key_file": "/etc/sparkfleet/keys/x.env"})
+    assert [f.variable.rsplit(".", 1)[1] for f in preflight(fleet)] == ["api_key_file"]
+    assert fp.optout_warnings(valid_fleet()) == []

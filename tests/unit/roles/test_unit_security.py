@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+"""The units the roles write pass `systemd-analyze security` at the project's thresholds.
+
+Every example inventory is rendered by the roles' own templates (tests/contract/render.yml,
+as `make contract` does): vLLM single node, multi-node mp (head and headless follower), the
+ray executor, the Ray head and workers. Each unit file is then judged by the real
+`systemd-analyze security --offline=true --threshold=N` (systemd 252 on Debian 12), with N
+from plugins/module_utils/unit_security.py; the same unit without its hardening must fail.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import unit_security
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ANALYZE = shutil.which("systemd-analyze")
+
+pytestmark = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed (Debian: package systemd)")
+
+
+@pytest.fixture(scope="module")
+def units(tmp_path_factory):
+    """{label: (kind, path)} of every unit file the example inventories render."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "contract"))
+    try:
+        import collect
+    finally:
+        sys.path.pop(0)
+    out = tmp_path_factory.mktemp("units")
+    found = {}
+    for inv, hosts in collect.render_all().items():
+        for host, rendered in hosts.items():
+            named = [("vllm", "sparkfleet-vllm-" + name, text) for name, text in rendered["vllm_units"].items()]
+            named += [("ray", "sparkfleet-ray-head", rendered["ray_head_unit"]),
+                      ("ray", "sparkfleet-ray-worker", rendered["ray_worker_unit"])]
+            for kind, unit, text in named:
+                if not text:
+                    continue
+                folder = out / inv / host
+                folder.mkdir(parents=True, exist_ok=True)
+                path = folder / (unit + ".service")
+                path.write_text(text)
+                found["%s/%s/%s" % (inv, host, unit)] = (kind, str(path))
+    return found
+
+
+def analyze(path, kind):
+    proc = subprocess.run([ANALYZE, "security", "--offline=true", "--no-pager",
+                           "--threshold=%d" % unit_security.analyze_threshold(kind), os.path.basename(path)],
+                          cwd=os.path.dirname(path), capture_output=True, text=True)
+    found = unit_security.parse_exposure(proc.stdout)
+    assert len(found) == 1, proc.stdout + proc.stderr
+    return proc.returncode, found[0]["exposure"]
+
+
+def test_every_kind_of_unit_was_rendered(units):
+    labels = list(units)
+    assert any(re.search(r"/sparkfleet-vllm-", l) for l in labels)
+    assert any(l.endswith("sparkfleet-ray-head") for l in labels)
+    assert any(l.endswith("sparkfleet-ray-worker") for l in labels)
+    texts = {l: open(p).read() for l, (kind, p) in units.items() if kind == "vllm"}
+    assert any("single node" in t for t in texts.values()), "no single-node vLLM unit"
+    assert any(", ray)" in t for t in texts.values()), "no vLLM unit of the ray executor"
+    assert any("--headless" in t for t in texts.values()), "no headless mp follower"
+
+
+def test_units_pass_the_threshold(units):
+    scores = {}
+    for label, (kind, path) in sorted(units.items()):
+        rc, exposure = analyze(path, kind)
+        scores[label] = exposure
+        assert rc == 0 and exposure <= unit_security.threshold(kind), (
+            "%s: exposure %.1f above the %s threshold %.1f" % (label, exposure, kind, unit_security.threshold(kind)))
+    assert scores
+
+
+def _strip_hardening(text):
+    """The unit as it was before hardening: everything from the '# Hardening' comment to the
+    [Install] section goes, NoNewPrivileges stays (what the Ray units had)."""
+    head, rest = text.split("# Hardening", 1)
+    return head + "NoNewPrivileges=true\n\n[Install]" + rest.split("[Install]", 1)[1]
+
+
+def test_units_without_hardening_fail(units, tmp_path):
+    for label, (kind, path) in sorted(units.items()):
+        with open(path) as handle:
+            text = handle.read()
+        bare = tmp_path / label.replace("/", "-")
+        bare.mkdir(parents=True)
+        target = bare / os.path.basename(path)
+        target.write_text(_strip_hardening(text))
+        rc, exposure = analyze(str(target), kind)
+        assert rc != 0 and exposure > unit_security.threshold(kind), (label, exposure)
+
+
+def test_memory_deny_write_execute_stays_off(units):
+    """CUDA, Triton and torch JIT need writable+executable memory."""
+    for label, (kind, path) in units.items():
+        with open(path) as handle:
+            text = handle.read()
+        assert "MemoryDenyWriteExecute=false" in text, label
+        assert "PrivateDevices=true" not in text, label
+        assert "DevicePolicy=closed" in text and "DeviceAllow=char-nvidia* rw" in text, label
