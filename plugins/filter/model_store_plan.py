@@ -83,7 +83,19 @@ def model_store_plan(fleet, store_dir, require_pinned=True, have_token=False):
     return jobs
 
 
+def model_store_disk(results, host, reserve=0, store_dir=""):
+    """'' when the models fit, else the refusal (host, path, need, free, fix); ``results`` are the
+    registered loop results of model_files state=planned (skipped ones are left out)."""
+    planned = [r for r in (results or []) if isinstance(r, dict) and not r.get("skipped") and "need_bytes" in r]
+    if not planned:
+        return ""
+    need = sum(int(r["need_bytes"]) for r in planned)
+    names = [str((r.get("item") or {}).get("name", "?")) for r in planned]
+    return ms.disk_problem(host, planned[0].get("free_path") or store_dir, need, int(planned[0]["free_bytes"]),
+                           int(reserve), names) or ""
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"model_store_plan": model_store_plan}
+        return {"model_store_plan": model_store_plan, "model_store_disk": model_store_disk}

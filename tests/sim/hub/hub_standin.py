@@ -19,7 +19,8 @@ Served (``{repo}`` is ``org/name``, ``{rev}`` the pinned commit or ``main``):
 
 What the tests read (the stand-in's own paths, under ``/_standin/``):
 
-- ``GET /_standin/stats``: per client address: requests, body bytes, bytes per file
+- ``GET /_standin/stats``: per client address: requests, body bytes, bytes per ``repo/path``,
+  Range requests
 - ``POST /_standin/reset``: forget the counts
 - ``POST /_standin/throttle?bps=N``: slow every body to N bytes/s (0: full speed), so a test
   can kill a transfer midway
@@ -280,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
                 except (BrokenPipeError, ConnectionResetError):
                     return None
                 finally:
-                    self.hub.count(self.client_address[0], rel, len(block))
+                    self.hub.count(self.client_address[0], match.group("repo") + "/" + rel, len(block))
                 left -= len(block)
                 if bps:
                     time.sleep(len(block) / float(bps))

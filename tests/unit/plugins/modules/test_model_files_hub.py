@@ -84,7 +84,7 @@ def test_real_snapshot_download_against_the_stand_in(client_python, hub, tmp_pat
         assert _sha256(str(out / rel)) == _sha256(os.path.join(hub.model_dir, rel))
     assert not (out / "README.md").exists()
     stats = hub.hub.stats["127.0.0.1"]
-    assert stats["files"]["model.safetensors"] == BIG
+    assert stats["files"]["sparkfleet-test/tiny/model.safetensors"] == BIG
     # Revision info as HfApi.model_info / repo_info read it, and the branch name resolving to the commit.
     code = ("import huggingface_hub as h; i = h.HfApi().model_info('sparkfleet-test/tiny', revision='main'); "
             "print(i.sha, sorted(s.rfilename for s in i.siblings))")
