@@ -285,17 +285,20 @@ def main():
         problems = ms.check_source(source, require_pinned=False)
         if problems:
             module.fail_json(msg="\n".join(pr.text("source") for pr in problems))
+    # The source's fingerprint ties the stamp to the content; a receiving host checks against the
+    # manifest it is given (or the one that travelled with the files) and has no source.
     fp = ms.fingerprint(source) if source else None
     stamp = ms.read_json(os.path.join(dest, ms.STAMP_FILE))
     stored = ms.read_json(os.path.join(dest, ms.MANIFEST_FILE))
-    if fp is None and stored:
-        fp = stored.get("fingerprint")
     free_path, free = ms.free_bytes(dest)
     result = dict(changed=False, manifest={}, total_bytes=0, need_bytes=0, free_bytes=free, free_path=free_path,
                   fetched=[], fetched_bytes=0, missing=[], bad={}, hashed=[], whole=False, from_stamp=False)
 
     # The stamp vouches for everything: no hub, no hashing (the no-op rerun).
-    known = p["manifest"] or (stored.get("files") if stored and stored.get("fingerprint") == fp else None)
+    if source:
+        known = p["manifest"] or (stored.get("files") if stored and stored.get("fingerprint") == fp else None)
+    else:
+        known = p["manifest"] or (stored.get("files") if stored else None)
     if known and not p["reverify"] and ms.stamp_trusts(dest, known, fp, stamp):
         result.update(manifest=known, total_bytes=sum(f["size"] for f in known.values()), whole=True, from_stamp=True)
         module.exit_json(**result)
@@ -377,7 +380,7 @@ def main():
 
     result["whole"] = True
     new_manifest = {"fingerprint": fp, "files": manifest}
-    if stored != new_manifest:
+    if state == "present" and stored != new_manifest:  # the fetching host's; it travels with the files
         result["changed"] = True
         if not module.check_mode:
             ms.write_json(os.path.join(dest, ms.MANIFEST_FILE), new_manifest)
