@@ -63,6 +63,7 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_KEYS, Problem, check, loader_check)
 
@@ -139,6 +140,10 @@ def check_entry(model_entry, gb10_facts, cluster):
 
     def fail(key, value, problem, fix):
         problems.append(Problem(key, value, problem, fix))
+
+    if entry.get("source") is not None and "source" not in bad:
+        # The shape of the source; pinning and the token are the model_store role's and preflight's call.
+        problems.extend(check_source(entry["source"], require_pinned=False, have_token=True))
 
     quant = None
     if not bad & {"checkpoint_format", "model", "quantization"} and entry["checkpoint_format"] and entry["model"]:

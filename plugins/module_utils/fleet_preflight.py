@@ -26,6 +26,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS, api_key_optout
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 
 
 class Finding(object):
@@ -368,6 +369,27 @@ def check_models(fleet, entry_check, memory_split, utilization):
     return findings
 
 
+def check_model_sources(fleet):
+    """What the model_store role refuses before it fetches: an hf source not pinned to a commit where
+    model_store_require_pinned (default true) asks for it, a gated repository without model_store_hf_token.
+    The shape of a source is the entry check's business (check_models)."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        pinned = _flag(host_vars.get("model_store_require_pinned", True))
+        have_token = bool(host_vars.get("model_store_hf_token"))
+        for index, model in enumerate(_models(host_vars)):
+            if not isinstance(model, dict) or not isinstance(model.get("source"), dict):
+                continue
+            shape = set(p.text("") for p in check_source(model["source"], require_pinned=False, have_token=True))
+            for problem in check_source(model["source"], require_pinned=pinned, have_token=have_token):
+                if problem.text("") in shape:
+                    continue
+                findings.append(Finding(host, _var(host_vars, index, model, problem.key), problem.value,
+                                        problem.problem, problem.fix))
+    return findings
+
+
 def check_environment(fleet):
     """What the inventory adds to the services' environment may not undo the kernel rules."""
     findings = []
@@ -617,6 +639,7 @@ def check_fleet(fleet, role_specs, checks=None):
         findings.extend(check_fabric(fleet))
         findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
         findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
+        findings.extend(check_model_sources(fleet))
         findings.extend(check_environment(fleet))
         findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     return findings

@@ -21,7 +21,11 @@ CHECKPOINT_FORMATS = sorted(rulebook.setting("quantization_by_checkpoint_format"
 # Argument-spec style: type, required, default, choices, description.
 MODEL_ENTRY_SPEC = {
     "name": {"type": "str", "required": True, "description": "Identity of the entry in inventory (unit names, logs)."},
-    "model": {"type": "str", "required": True, "description": "Local checkpoint path or Hugging Face id given to vllm serve."},
+    "model": {"type": "str", "required": True, "description": "Local checkpoint path or Hugging Face id given to vllm serve "
+                                                              "(with a source: the name clients ask for, by default)."},
+    "source": {"type": "dict", "description": "Where sparkfleet.gb10.model_store fetches the weights from (type hf, dir "
+                                              "or archive; keys in model_store.SOURCE_SPEC); the service then reads "
+                                              "the local copy offline."},
     "served_name": {"type": "str", "description": "--served-model-name (what clients ask for)."},
     "tokenizer": {"type": "str", "description": "--tokenizer when it differs from the model."},
     "host": {"type": "str", "default": "0.0.0.0", "description": "--host the API binds to."},

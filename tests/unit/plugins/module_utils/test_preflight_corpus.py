@@ -159,6 +159,7 @@ WRONG_VALUE = {
     "max_num_seqs": (0, "max_num_seqs", {}),
     "max_num_batched_tokens": (2048, "max_num_batched_tokens", {"mamba": True}),
     "kv_cache_dtype": ("nvfp4", "kv_cache_dtype", {}),
+    "source": ({"type": "hf", "repo": "Qwen/Qwen3-235B-A22B-GPTQ-Int4", "revision": "main"}, "source.revision", {}),
     "speculative": ({"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 2},
                     "speculative.method", {}),
     "tensor_parallel_size": (2, "tensor_parallel_size", {}),
