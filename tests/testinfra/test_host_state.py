@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 
 
 def _journal(host, unit):
@@ -50,17 +49,21 @@ def test_api_ports_listen(host, hostvars, api_models):
 
 
 def test_ray_head_listens_on_its_fabric_address(host, hostvars):
-    if not hostvars.in_group("ray_head"):
-        pytest.skip("not the Ray head")
+    """The head's GCS listens (fabric address or all); a worker runs no GCS of its own."""
     gcs = hostvars["ray_head_ports"]["gcs"]
+    if not hostvars.in_group("ray_head"):
+        assert _listening(host, gcs) == [], "%s is a Ray worker but something listens on the GCS port" % hostvars.hostname
+        return
     assert host.socket("tcp://%s:%s" % (hostvars["sparkfleet_fabric_address"], gcs)).is_listening or \
         host.socket("tcp://0.0.0.0:%s" % gcs).is_listening, _listening(host, gcs)
 
 
 def test_node_exporter_listens_on_the_management_address_only(host, hostvars):
-    if not hostvars["fleet_health_node_exporter"]:
-        pytest.skip("fleet_health_node_exporter is off")
     port = hostvars["fleet_health_node_exporter_port"]
+    if not hostvars["fleet_health_node_exporter"]:
+        # Turned off in the inventory: nothing of ours listens there.
+        assert _listening(host, port) == [], "fleet_health_node_exporter is off, yet port %s listens" % port
+        return
     default = host.interface.default()
     management = [a for a in default.addresses if ":" not in a]
     assert _listening(host, port) == ["tcp://%s:%s" % (management[0], port)], (default.name, management)

@@ -30,7 +30,7 @@ BIG = 24 * 1024 * 1024
 @pytest.fixture(scope="module")
 def client_python():
     if not os.path.isdir(WHEELHOUSE) or not [f for f in os.listdir(WHEELHOUSE) if f.startswith("huggingface_hub-")]:
-        pytest.skip("no huggingface_hub wheel in %s (make wheelhouse)" % WHEELHOUSE)
+        pytest.fail("no huggingface_hub wheel in %s: run make setup (make wheelhouse) first" % WHEELHOUSE)
     venv = os.path.join(REPO, ".cache", "hf-client-venv")
     python = os.path.join(venv, "bin", "python")
     if not os.path.exists(os.path.join(venv, ".installed")):
