@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 
 
-
 def _journal(host, unit):
     return host.run("journalctl -u %s -n 30 --no-pager" % unit).stdout
 
