@@ -15,3 +15,7 @@ FIXTURES = os.path.join(REPO, "tests", "fixtures", "gb10")
 
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+# Shared test helpers (tests/unit/ansible_local.py).
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+

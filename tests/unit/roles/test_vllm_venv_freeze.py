@@ -10,7 +10,8 @@ import venv
 
 import pytest
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+from ansible_local import local_playbook  # tests/unit/ansible_local.py
+
 PLAY = """
 - name: Freeze
   hosts: localhost
@@ -37,14 +38,8 @@ def _venv(path, dists):
 
 
 def _run(tmp_path, venv_path, check=False):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, "collections"))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "vllm_venv_path=" + str(venv_path),
-           "-e", "vllm_venv_drift_check=false", "-e", "vllm_venv_cluster=test"] + (["--check"] if check else []) + [str(playbook)]
-    return subprocess.run(cmd, cwd=TOP, env=env, capture_output=True, text=True, check=False)
+    return local_playbook(tmp_path, PLAY, check=check, extra_vars={
+        "vllm_venv_path": venv_path, "vllm_venv_drift_check": "false", "vllm_venv_cluster": "test"})
 
 
 def test_a_venv_with_vllm_records_its_freeze(tmp_path):

@@ -3,10 +3,10 @@
 existing one was made from another Python major.minor: run by ansible-playbook on localhost, real venvs."""
 
 import os
-import subprocess
 import sys
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+from ansible_local import local_playbook  # tests/unit/ansible_local.py
+
 PLAY = """
 - name: Interpreter
   hosts: localhost
@@ -21,14 +21,7 @@ WANT = "%d.%d" % sys.version_info[:2]
 
 
 def _run(tmp_path, venv_path):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, "collections"))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=" + sys.executable, "-e", "vllm_venv_python=" + sys.executable,
-           "-e", "vllm_venv_path=" + str(venv_path), str(playbook)]
-    proc = subprocess.run(cmd, cwd=TOP, env=env, capture_output=True, text=True, check=False)
+    proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": sys.executable, "vllm_venv_path": venv_path})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -2,12 +2,12 @@
 """The progress callback: a heartbeat line while a task still waits for hosts, silence otherwise."""
 
 import os
-import subprocess
 import sys
 
 from ansible_collections.sparkfleet.gb10.plugins.callback import progress
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+from ansible_local import local_playbook  # tests/unit/ansible_local.py
+
 
 
 class Clock:
@@ -56,14 +56,7 @@ def test_a_new_task_restarts_the_clock_and_forgets_the_hosts():
 
 
 def _run(playbook_text, tmp_path, interval):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(playbook_text)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"), SPARKFLEET_PROGRESS_INTERVAL=str(interval),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, "collections"))
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    proc = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local", "-e",
-                           "ansible_python_interpreter=" + sys.executable, str(playbook)], cwd=TOP, env=env,
-                          capture_output=True, text=True, check=False)
+    proc = local_playbook(tmp_path, playbook_text, env={"SPARKFLEET_PROGRESS_INTERVAL": str(interval)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
