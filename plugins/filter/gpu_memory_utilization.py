@@ -12,8 +12,9 @@ version_added: "0.1.0"
 description:
   - GB10 memory is unified, so the size vLLM works from is MemTotal (C(gb10.memory.mem_total_bytes)).
   - For each service on the host (model entries, see C(plugins/module_utils/model_entry.py)) the need per node is
-    weights / (tensor x pipeline parallel) + KV cache + overhead. Weights come from C(weights_gib) or
-    C(params_b) x bytes per parameter of the checkpoint format; the KV cache from
+    weights / (tensor x pipeline parallel) + KV cache + overhead. Weights are the real size of the weight files
+    when it is known (O(weights_on_disk), from the manifest C(sparkfleet.gb10.model_store) proved), else
+    C(weights_gib), else C(params_b) x bytes per parameter of the checkpoint format; the KV cache from
     2 x C(num_layers) x C(num_kv_heads) x C(head_dim) x KV bytes x C(max_model_len) x C(max_num_seqs), split
     across the nodes.
   - The host budget is the lower of the target (0.87, top of the rule book's safe range; 0.82 when a service runs
@@ -41,6 +42,12 @@ options:
   host:
     description: Inventory name used in messages.
     type: str
+  weights_on_disk:
+    description:
+      - "C({service name: bytes}): the real size of each model's weight files (the filter
+        C(sparkfleet.gb10.model_store_weights) reads it from the store's manifests). It wins over C(weights_gib)
+        and C(params_b), which are the inventory's word for it."
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -78,8 +85,8 @@ _value:
       type: float
     services:
       description: >-
-        By service name - weights_gib, kv_gib, overhead_gib, need_gib (per node), need_fraction, utilization,
-        nodes, long_context_multi_node, explicit.
+        By service name - weights_gib, weights_from (disk, weights_gib or params_b), kv_gib, overhead_gib,
+        need_gib (per node), need_fraction, utilization, nodes, long_context_multi_node, explicit.
       type: dict
 """
 
@@ -98,9 +105,13 @@ def floor2(value):
     return math.floor(round(value * 100, 6)) / 100.0
 
 
-def service_need(entry, what):
+def service_need(entry, what, disk_bytes=None):
+    """Per-node need of one service; ``disk_bytes`` is the real size of its weight files when known."""
     nodes = entry["tensor_parallel_size"] * entry["pipeline_parallel_size"]
-    weights = weights_gib(entry)
+    if disk_bytes:
+        weights, source = disk_bytes / GIB, "disk"
+    else:
+        weights, source = weights_gib(entry), "weights_gib" if entry.get("weights_gib") is not None else "params_b"
     if weights is None:
         raise AnsibleFilterError("%s: give 'weights_gib' or 'params_b' so the weights can be sized" % what)
     missing = [k for k in ("num_layers", "num_kv_heads", "head_dim", "max_model_len") if entry.get(k) is None]
@@ -112,6 +123,7 @@ def service_need(entry, what):
     return {
         "nodes": nodes,
         "weights_gib": round(weights / nodes, 2),
+        "weights_from": source,
         "kv_gib": round(kv, 2),
         "overhead_gib": float(entry["overhead_gib"]),
         "need_gib": round(weights / nodes + kv + entry["overhead_gib"], 2),
@@ -119,7 +131,7 @@ def service_need(entry, what):
     }
 
 
-def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=None, host=None):
+def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=None, host=None, weights_on_disk=None):
     host = host or "this host"
     if not isinstance(gb10_facts, dict):
         raise AnsibleFilterError("host %s: input must be ansible_facts.gb10 (a dict)" % host)
@@ -129,6 +141,10 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
                                  "MemTotal); gather facts with sparkfleet.gb10.gb10_facts" % host)
     if not isinstance(services, list) or not services:
         raise AnsibleFilterError("host %s: services must be a non-empty list of model entries" % host)
+    if weights_on_disk is not None and not (isinstance(weights_on_disk, dict) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in weights_on_disk.values() if v is not None)):
+        raise AnsibleFilterError("host %s: weights_on_disk must map service names to byte counts, got %r"
+                                 % (host, weights_on_disk))
     ceiling = rulebook.setting("gpu_memory_utilization_ceiling")
     if target is None:
         target = rulebook.setting("gpu_memory_utilization_safe_max")
@@ -149,7 +165,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
             raise AnsibleFilterError(str(exc))
         if entry["name"] in plan:
             raise AnsibleFilterError("%s: two services are named %s; names must be unique" % (what, entry["name"]))
-        item = service_need(entry, what)
+        item = service_need(entry, what, (weights_on_disk or {}).get(entry["name"]))
         item["need_fraction"] = round(item["need_gib"] / total, 4)
         item["explicit"] = entry["gpu_memory_utilization"] is not None
         item["utilization"] = entry["gpu_memory_utilization"]
@@ -162,8 +178,9 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     need_total = sum(p["need_gib"] for p in plan.values())
     arithmetic = "MemTotal %.2f GiB; needs %s = %.2f GiB = %.3f of MemTotal; budget min(target %.2f, (%.2f - %.1f " \
                  "headroom) / %.2f = %.3f) = %.3f" % (
-                     total, " + ".join("%s %.2f (weights %.2f + KV %.2f + overhead %.2f)" % (
-                         n, plan[n]["need_gib"], plan[n]["weights_gib"], plan[n]["kv_gib"], plan[n]["overhead_gib"])
+                     total, " + ".join("%s %.2f (weights %.2f%s + KV %.2f + overhead %.2f)" % (
+                         n, plan[n]["need_gib"], plan[n]["weights_gib"],
+                         " on disk" if plan[n]["weights_from"] == "disk" else "", plan[n]["kv_gib"], plan[n]["overhead_gib"])
                          for n in order), need_total, need_total / total, target, total, os_headroom_gib, total,
                      (total - os_headroom_gib) / total, budget)
     if need_total / total > budget:

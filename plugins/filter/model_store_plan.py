@@ -95,7 +95,22 @@ def model_store_disk(results, host, reserve=0, store_dir=""):
                            int(reserve), names) or ""
 
 
+def model_store_weights(manifests):
+    """{model name: bytes of its weight files} from {model name: manifest}."""
+    if not isinstance(manifests, dict):
+        raise AnsibleFilterError("model_store_weights: input must be {model name: manifest}, got %r" % type(manifests).__name__)
+    out = {}
+    for name, manifest in manifests.items():
+        if not isinstance(manifest, dict):
+            raise AnsibleFilterError("model_store_weights: the manifest of %s must be {path: {size, ...}}" % name)
+        size = ms.weights_bytes(manifest)
+        if size is not None:
+            out[name] = size
+    return out
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"model_store_plan": model_store_plan, "model_store_disk": model_store_disk}
+        return {"model_store_plan": model_store_plan, "model_store_disk": model_store_disk,
+                "model_store_weights": model_store_weights}

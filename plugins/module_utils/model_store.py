@@ -202,6 +202,21 @@ def weight_files(directory):
     return found
 
 
+# Files that hold the weights themselves (what the GPU loads); config, tokenizer and the
+# like are small and are not counted in the memory arithmetic.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def weights_bytes(manifest):
+    """Bytes of the weight files of a manifest (``{path: {size, ...}}``); None when it lists none.
+
+    This is the real size the checkpoint occupies on disk, and what vLLM loads: the memory
+    arithmetic uses it instead of the estimate from ``params_b`` once a manifest is known."""
+    sizes = [int(spec.get("size") or 0) for path, spec in (manifest or {}).items()
+             if isinstance(spec, dict) and str(path).lower().endswith(WEIGHT_SUFFIXES)]
+    return sum(sizes) if sizes else None
+
+
 def manifest_from_dir(directory):
     """A manifest by hashing every file of a directory (dir and archive sources): sha256 each."""
     return dict((rel, {"size": os.path.getsize(os.path.join(directory, rel)),

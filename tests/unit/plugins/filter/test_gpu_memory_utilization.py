@@ -106,3 +106,46 @@ def test_kv_arithmetic():
 def test_errors(facts, services, word):
     with pytest.raises(AnsibleFilterError, match=word):
         gpu_memory_utilization(facts, services, host="spark-1")
+
+
+# The real size of the weights on disk (the model store's manifests) wins over the estimate.
+
+def test_weights_on_disk_win_over_the_params_b_estimate():
+    estimate = gpu_memory_utilization(GB10, [QWEN3_235B], host="spark-1")["services"]["qwen3-235b"]
+    assert estimate["weights_from"] == "params_b"
+    disk = 123 * 2 ** 30  # a checkpoint bigger than params_b x 0.53 says
+    plan = gpu_memory_utilization(GB10, [QWEN3_235B], host="spark-1", weights_on_disk={"qwen3-235b": disk})
+    svc = plan["services"]["qwen3-235b"]
+    assert svc["weights_from"] == "disk"
+    assert svc["weights_gib"] == 61.5  # per node: 123 GiB over TP 2
+    assert svc["need_gib"] > estimate["need_gib"]
+
+
+def test_weights_on_disk_win_over_weights_gib_and_only_for_their_service():
+    plan = gpu_memory_utilization(GB10, [small("a"), small("b")], weights_on_disk={"a": 10 * 2 ** 30})
+    assert (plan["services"]["a"]["weights_gib"], plan["services"]["a"]["weights_from"]) == (10.0, "disk")
+    assert (plan["services"]["b"]["weights_gib"], plan["services"]["b"]["weights_from"]) == (30.0, "weights_gib")
+
+
+def test_a_model_that_fits_by_its_estimate_but_not_by_its_files_is_refused_with_the_arithmetic():
+    entry = small("big", weights_gib=None, params_b=100, checkpoint_format="fp8")  # ~93 GiB estimated
+    gpu_memory_utilization(GB10, [entry], host="spark-1")
+    with pytest.raises(AnsibleFilterError) as err:
+        gpu_memory_utilization(GB10, [entry], host="spark-1", weights_on_disk={"big": 115 * 2 ** 30})
+    text = str(err.value)
+    assert "host spark-1: the services do not fit" in text
+    assert "weights 115.00 on disk" in text
+
+
+def test_an_entry_without_any_size_is_sized_by_its_files():
+    entry = small("files", weights_gib=None)
+    with pytest.raises(AnsibleFilterError):
+        gpu_memory_utilization(GB10, [entry])
+    plan = gpu_memory_utilization(GB10, [entry], weights_on_disk={"files": 5 * 2 ** 30})
+    assert plan["services"]["files"]["weights_gib"] == 5.0
+
+
+@pytest.mark.parametrize("bad", [["a"], {"a": "10 GiB"}, {"a": -1}, {"a": True}])
+def test_weights_on_disk_of_a_wrong_shape_is_refused(bad):
+    with pytest.raises(AnsibleFilterError, match="weights_on_disk must map service names to byte counts"):
+        gpu_memory_utilization(GB10, [small("a")], weights_on_disk=bad)

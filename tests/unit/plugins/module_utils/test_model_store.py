@@ -232,3 +232,27 @@ def test_plan_filter_needs_the_fetchers_fabric_address():
     fleet = {"s1": {"address": None, "models": [ENTRY]}, "s2": {"address": "10.0.0.2", "models": [ENTRY]}}
     with pytest.raises(AnsibleFilterError, match="s1, which has no sparkfleet_fabric_address"):
         model_store_plan(fleet, "/m")
+
+
+# The real size of the weights, from a manifest, for the memory arithmetic.
+
+def test_weights_bytes_counts_the_weight_files_of_a_manifest_only(tmp_path):
+    (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"w" * 3000)
+    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(b"w" * 1000)
+    (tmp_path / "original").mkdir()
+    (tmp_path / "original" / "consolidated.pth").write_bytes(b"p" * 500)
+    (tmp_path / "config.json").write_text("{}" * 100)
+    (tmp_path / "tokenizer.json").write_text("t" * 4000)
+    manifest = ms.manifest_from_dir(str(tmp_path))
+    assert ms.weights_bytes(manifest) == 4500
+    assert ms.weights_bytes({"config.json": {"size": 10, "sha256": "a" * 64}}) is None
+    assert ms.weights_bytes({}) is None
+
+
+def test_model_store_weights_filter_names_each_model_with_weights():
+    from ansible_collections.sparkfleet.gb10.plugins.filter.model_store_plan import model_store_weights
+    manifests = {"q": {"a.safetensors": {"size": 7, "git_sha1": "b" * 40}, "README.md": {"size": 99, "git_sha1": "c" * 40}},
+                 "cfg-only": {"config.json": {"size": 5, "sha256": "d" * 64}}}
+    assert model_store_weights(manifests) == {"q": 7}
+    with pytest.raises(AnsibleFilterError, match="the manifest of q"):
+        model_store_weights({"q": ["a.safetensors"]})
