@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: times site.yml on the simulated fleet, from fresh containers (the
-# first converge) and again with nothing to do (the no-op rerun), and writes
+# first converge) and again with nothing to do (the no-op rerun), then places a
+# ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), and writes
 # the figures with the machine they ran on to bench/results.md. Each run goes
 # through ansible-runner (tools/bench.py): changed counts come from its stats.
 set -euo pipefail
@@ -19,5 +20,12 @@ ansible-playbook tests/sim/demo_prepare.yml -i inventories/sim >/dev/null
   echo "|---|---|---|---|"
   python3 tools/bench.py first-converge
   python3 tools/bench.py no-op-rerun --no-op
+  echo
+  echo "## Model weights on the two simulated hosts"
+  echo
+  echo "A generated checkpoint on the hub stand-in (tests/sim/hub/hub_standin.py, on the controller),"
+  echo "placed on both hosts from empty stores; tools/bench_models.py, 3 runs of each case."
+  echo
+  python3 tools/bench_models.py --runs 3
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

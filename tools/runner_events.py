@@ -43,7 +43,7 @@ class Run:
         self.stdout = stdout
 
 
-def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, check=False, cwd=TOP, quiet=True):
+def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, check=False, cwd=TOP, quiet=True, tags=None):
     """ansible-playbook PLAYBOOK -i INVENTORY through ansible-runner; returns a Run.
 
     Runs in ``cwd`` with this process's environment (ANSIBLE_CONFIG included), in
@@ -56,6 +56,8 @@ def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, chec
         args += ["-e", "%s=%s" % (key, value)]
     if check:
         args.append("--check")
+    if tags:
+        args += ["--tags", tags]
     import ansible_runner  # the controller venv has it (requirements.txt); imported late so parsing needs none
 
     private = tempfile.mkdtemp(prefix="sparkfleet-runner.")
