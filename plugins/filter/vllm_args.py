@@ -57,7 +57,6 @@ _value:
            "--attention-backend", "TRITON_ATTN", "--moe-backend", "marlin", "--quantization", "gptq_marlin"]
 """
 
-import difflib
 import json
 
 from ansible.errors import AnsibleFilterError
@@ -65,7 +64,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_KEYS, Problem, check, loader_check)
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check)
 
 # Flags this filter sets from entry keys: extra_args may not repeat them.
 MANAGED_FLAGS = {
@@ -216,25 +215,22 @@ def check_entry(model_entry, gb10_facts, cluster):
                  "(rule mamba_prefix_caching)" % (floor, floor),
                  "use %d, or turn enable_prefix_caching off" % rulebook.setting("mamba_max_num_batched_tokens"))
 
-    spec = entry["speculative"]
     spec_json = None
-    if spec is not None:
-        for key in sorted(set(spec) - set(SPECULATIVE_KEYS)):
-            close = difflib.get_close_matches(str(key), SPECULATIVE_KEYS, n=1)
-            fail("speculative.%s" % key, spec[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
-                 "use only %s" % ", ".join(SPECULATIVE_KEYS))
-        method = spec.get("method", rulebook.setting("speculative_method"))
-        if method != rulebook.setting("speculative_method"):
+    if entry["speculative"] is not None:
+        # Keys, types and bounds from the schema (SPECULATIVE_SPEC), then the rule book's method.
+        spec, more = check(entry["speculative"], SPECULATIVE_SPEC)
+        for problem in more:
+            problem.key = "speculative" if problem.key is None else "speculative.%s" % problem.key
+        problems.extend(more)
+        wrong = set(p.key for p in more)
+        method = spec["method"]
+        if "speculative.method" not in wrong and method != rulebook.setting("speculative_method"):
             fail("speculative.method", method, "not mtp (rule speculative_mtp: draft_model runs a full model as drafter)",
                  "use method: mtp, with 'model' for a matched drafter")
-        num = spec.get("num_speculative_tokens")
-        if not isinstance(num, int) or isinstance(num, bool) or num < 1:
-            fail("speculative.num_speculative_tokens", num, "must be an integer >= 1",
-                 "set speculative.num_speculative_tokens, e.g. 2")
         body = {"method": method}
-        if spec.get("model"):
+        if spec["model"]:
             body["model"] = spec["model"]
-        body["num_speculative_tokens"] = num
+        body["num_speculative_tokens"] = spec["num_speculative_tokens"]
         spec_json = json.dumps(body, separators=(",", ":"))
 
     problems.extend(_extra_args_problems(entry["extra_args"]))

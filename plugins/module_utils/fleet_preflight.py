@@ -25,7 +25,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import PLACEMENT_KEYS, api_key_optout
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
+    MAXIMUM, MINIMUM, PLACEMENT_KEYS, SECRET_SHOWN, api_key_optout)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 
 
@@ -103,17 +104,23 @@ def check_variable_types(host, host_vars, role_specs):
             if name in DEEPER and isinstance(value, list):
                 continue  # a list: check_models checks every entry, with the schema
             messages = []
-            if spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list)):
-                # Ansible would quietly turn a mapping or list into its text, and the role would use that.
-                messages.append("must be a string, got a %s" % ("mapping" if isinstance(value, dict) else "list"))
+            if spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list, bool)):
+                # Ansible would quietly turn a mapping, a list or a boolean (yes/no/on/off/true written
+                # unquoted) into its text, and the role would use that.
+                messages.append("must be a string, got %s" % (
+                    "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else
+                    "the boolean %s (YAML reads an unquoted yes/no/on/off/true/false as one)" % value))
             else:
                 validator = ArgumentSpecValidator({name: _strip_required(spec)})
                 messages = validator.validate({name: value}).error_messages
             if messages:
                 reported.add(name)
+            shown = SECRET_SHOWN if spec.get("no_log") else value  # a secret is never printed
             for message in messages:
+                if shown is SECRET_SHOWN:
+                    message = message.replace(repr(value), SECRET_SHOWN).replace(str(value), SECRET_SHOWN)
                 findings.append(Finding(
-                    host, name, value, message,
+                    host, name, shown, message,
                     "set %s as roles/%s/meta/argument_specs.yml describes it (type %s%s)" % (
                         name, role, spec.get("type", "str"),
                         ", one of %s" % ", ".join(str(c) for c in spec["choices"]) if spec.get("choices") else ""),
@@ -129,8 +136,10 @@ def known_prefixes(role_specs, extra=("sparkfleet_",)):
 def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
     """Misspelt or unknown variables that carry one of our prefixes."""
     known = set()
+    secret = set()
     for options in role_specs.values():
         known.update(options)
+        secret.update(name for name, spec in options.items() if (spec or {}).get("no_log"))
     prefixes = prefixes or known_prefixes(role_specs)
     findings = []
     for name in sorted(host_vars):
@@ -139,7 +148,8 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
         fix = ("did you mean %s?" % close[0]) if close else (
             "remove it; the variables this collection reads are listed in roles/*/meta/argument_specs.yml")
-        findings.append(Finding(host, name, host_vars[name], "unknown variable: no role of sparkfleet.gb10 reads it", fix))
+        shown = SECRET_SHOWN if close and close[0] in secret else host_vars[name]  # a misspelt secret is a secret
+        findings.append(Finding(host, name, shown, "unknown variable: no role of sparkfleet.gb10 reads it", fix))
     return findings
 
 
@@ -178,6 +188,12 @@ def check_fabric(fleet, subnet_default=None):
         host_vars = fleet[host]
         address = host_vars.get("sparkfleet_fabric_address")
         subnet = host_vars.get("sparkfleet_fabric_subnet") or subnet_default
+        if isinstance(address, (int, float)) and not isinstance(address, bool):
+            # YAML read it as a number (Ansible would render that number); a mapping, list or bool is
+            # check_variable_types' finding
+            findings.append(Finding(host, "sparkfleet_fabric_address", address, "not an IPv4 address (a number)",
+                                    "write it as a.b.c.d inside sparkfleet_fabric_subnet"))
+            continue
         if not isinstance(address, (str, type(None))) or not isinstance(subnet, (str, type(None))):
             continue  # not text: check_variable_types names it
         net = None
@@ -336,7 +352,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
                 findings.extend(_check_members(fleet, host, index, model, nodes, seen))
             port = model.get("port", 8000)
             # Only the first node serves the API; followers run headless (mp) or only ray start (ray).
-            if nodes[0] == host and port in ports and not isinstance(port, (dict, list)):
+            if nodes[0] == host and not isinstance(port, (dict, list)) and port in ports:
                 findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
                                         "already used by %s on this host" % ports[port],
                                         "give each model on a host its own port"))
@@ -478,7 +494,8 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
                 driver.get("nvidia_smi_version"), driver.get("kernel_module_version")),
                 "the installed driver and the loaded kernel module differ (rule driver_reboot_pending); CUDA "
                 "cannot initialise", "reboot the host (nvidia_driver_reboot: true lets the driver role do it)"))
-        multi_node = any(len(m.get("nodes") or []) > 1 for m in _models(host_vars) if isinstance(m, dict))
+        multi_node = any(isinstance(m.get("nodes"), list) and len(m["nodes"]) > 1
+                         for m in _models(host_vars) if isinstance(m, dict))
         if multi_node and host_vars.get("sparkfleet_fabric_address"):
             fabric = {
                 "interface": host_vars.get("sparkfleet_fabric_ifname") or "enp1s0f1np1",
@@ -513,6 +530,49 @@ def _ray_role(host_vars):
     return None
 
 
+def _port_number(value):
+    """An integer port, or its digits as text (the roles render it either way)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool) and MINIMUM["port"] <= value <= MAXIMUM["port"]
+
+
+def check_ray_ports(host, role, ports, defaults):
+    """``ray_head_ports`` / ``ray_worker_ports`` as an inventory sets them. The map replaces the
+    role's default as a whole, so every key of the default must be there (the role renders each),
+    no other key (a misspelt one would be ignored), each an integer port, and the worker range
+    from min_worker up to max_worker. Duplicates are check_cluster_layout's."""
+    variable = "%s_ports" % role
+    findings = []
+    known = sorted(defaults)
+    meant = set()
+    for key in sorted(ports, key=str):
+        if key in defaults:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        meant.update(close)
+        findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
+                                "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
+                                ("rename it to '%s'" % close[0]) if close else
+                                "remove it; the keys are %s" % ", ".join(known)))
+    for key in known:
+        if key not in ports:
+            if key not in meant:  # a misspelt key is reported once, as misspelt
+                findings.append(Finding(host, "%s.%s" % (variable, key), None,
+                                        "missing: a %s map set in inventory replaces the role's whole default" % variable,
+                                        "add %s: %s (the default) or another free port" % (key, defaults[key])))
+        elif not _port_number(ports[key]):
+            findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
+                                    "must be an integer port %d-%d" % (MINIMUM["port"], MAXIMUM["port"]),
+                                    "write a port number, e.g. the default %s" % defaults[key]))
+    low, high = ports.get("min_worker"), ports.get("max_worker")
+    if _port_number(low) and _port_number(high) and int(low) >= int(high):
+        findings.append(Finding(host, "%s.min_worker" % variable, low, "not below max_worker %s" % high,
+                                "make min_worker < max_worker (default %s-%s)" % (
+                                    defaults.get("min_worker"), defaults.get("max_worker"))))
+    return findings
+
+
 def check_cluster_layout(fleet, ray_defaults=None):
     """One Ray head per cluster, heads that exist, and no port used twice on a host
     (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
@@ -527,6 +587,8 @@ def check_cluster_layout(fleet, ray_defaults=None):
             findings.append(Finding(host, "group ray_head / ray_workers", groups,
                                     "is in both ray_head and ray_workers: a Spark runs one Ray node, head or worker",
                                     "keep the host in one of the two groups"))
+        if not isinstance(host_vars.get("sparkfleet_ray_head_host"), (str, type(None))):
+            continue  # check_variable_types names it
         if role is None and not host_vars.get("sparkfleet_ray_head_host"):
             continue
         name = host_vars.get("sparkfleet_cluster") or "default"
@@ -557,10 +619,12 @@ def check_cluster_layout(fleet, ray_defaults=None):
         used = {}
 
         def take(port, owner, variable):
+            if isinstance(port, bool):
+                return
             try:
                 port = int(port)
             except (TypeError, ValueError):
-                return
+                return  # the type is the entry check's (or check_ray_ports') finding
             if port in used:
                 findings.append(Finding(host, variable, port, "already used by %s on this host" % used[port],
                                         "give each service on a host its own port"))
@@ -573,7 +637,8 @@ def check_cluster_layout(fleet, ray_defaults=None):
             ports = dict(ray_defaults.get(role, {}))
             own = host_vars.get(role + "_ports")
             if isinstance(own, dict):
-                ports.update(own)
+                findings.extend(check_ray_ports(host, role, own, ray_defaults.get(role, {})))
+                ports = dict(own)  # an inventory's map replaces the role's whole default
             for key, port in sorted(ports.items()):
                 if key in ("min_worker", "max_worker"):
                     continue
@@ -589,6 +654,8 @@ def check_cluster_layout(fleet, ray_defaults=None):
             if not isinstance(nodes, list) or not nodes or nodes[0] != host:
                 continue
             port = model.get("port", 8000)
+            if isinstance(port, (dict, list)):
+                continue  # its type is the entry check's finding
             # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
             if not str(used.get(port, "")).endswith("(port)"):
                 take(port, "model %s (port)" % model.get("name"), _var(host_vars, index, model, "port"))

@@ -86,7 +86,16 @@ CLUSTER_SPEC = {
 # off before the entry is checked against MODEL_ENTRY_SPEC (they become the cluster layout).
 PLACEMENT_KEYS = ("nodes", "executor", "master_port")
 
-SPECULATIVE_KEYS = ("method", "num_speculative_tokens", "model")
+# The keys of a model entry's ``speculative`` mapping (--speculative-config), checked like the entry.
+SPECULATIVE_SPEC = {
+    "method": {"type": "str", "default": rulebook.setting("speculative_method"),
+               "description": "Speculative decoding method; only %s (rule speculative_mtp)."
+                              % rulebook.setting("speculative_method")},
+    "num_speculative_tokens": {"type": "int", "required": True, "description": "Tokens proposed per step, e.g. 2."},
+    "model": {"type": "str", "description": "A matched drafter (Hugging Face id or local path); without it the "
+                                            "model's own MTP layers draft."},
+}
+SPECULATIVE_KEYS = tuple(SPECULATIVE_SPEC)
 
 # Bytes per parameter on disk/in memory by checkpoint format (group scales included).
 BYTES_PER_PARAM = {
@@ -141,7 +150,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Lower bounds of the integer keys (a port is 1-65535).
 MINIMUM = {"port": 1, "master_port": 1, "max_model_len": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
            "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "num_layers": 1, "num_kv_heads": 1,
-           "head_dim": 1, "nnodes": 1, "node_rank": 0, "weights_gib": 0, "params_b": 0, "overhead_gib": 0}
+           "head_dim": 1, "nnodes": 1, "node_rank": 0, "num_speculative_tokens": 1, "weights_gib": 0, "params_b": 0, "overhead_gib": 0}
 MAXIMUM = {"port": 65535, "master_port": 65535}
 
 
@@ -190,7 +199,8 @@ def check(entry, spec, elsewhere=()):
         if key not in spec:
             close = difflib.get_close_matches(str(key), list(spec) + list(elsewhere), n=1)
             meant.update(close)
-            problems.append(Problem(key, entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
+            secret = close and spec.get(close[0], {}).get("secret")  # a misspelt secret key is a secret too
+            problems.append(Problem(key, SECRET_SHOWN if secret else entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
                                     ("rename it to '%s'" % close[0]) if close else
                                     "remove it; known keys: %s" % ", ".join(sorted(spec))))
     for key, rule in spec.items():

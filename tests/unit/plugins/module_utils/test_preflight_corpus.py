@@ -217,7 +217,9 @@ def _key_cases():
             value = SECRET_SHOWN if rule.get("secret") else value
             cases.append(pytest.param(key, patch, (), named, value, id="%s-wrong-value" % key))
         typo = _misspell(key)
-        cases.append(pytest.param(key, {typo: "x"}, (key,), typo, "x", id="%s-misspelt-%s" % (key, typo)))
+        # a misspelt secret key is still a secret: never shown
+        cases.append(pytest.param(key, {typo: "x"}, (key,), typo, SECRET_SHOWN if rule.get("secret") else "x",
+                                  id="%s-misspelt-%s" % (key, typo)))
         if rule.get("required"):
             cases.append(pytest.param(key, {}, (key,), key, None, id="%s-missing" % key))
     return cases
@@ -685,8 +687,8 @@ def test_the_filter_the_role_uses_reports_every_problem_of_an_entry_too():
 
 
 def test_minimum_bounds_name_only_schema_keys():
-    from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC
-    assert set(MINIMUM) <= set(MODEL_ENTRY_SPEC) | set(CLUSTER_SPEC)
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC, SPECULATIVE_SPEC
+    assert set(MINIMUM) <= set(MODEL_ENTRY_SPEC) | set(CLUSTER_SPEC) | set(SPECULATIVE_SPEC)
 
 
 # ------------------------------------------------------------------ API key opt-out
