@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, PLACEMENT_KEYS, SECRET_SHOWN, api_key_optout)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
@@ -673,6 +673,72 @@ def check_cluster_layout(fleet, ray_defaults=None):
     return findings
 
 
+def check_firewall(fleet, roles_dir=None):
+    """What the fabric_firewall role would refuse, before anything changes: API sources that are not CIDR
+    networks, extra internal ports that are not ports, an API port that is also an internal port of the host
+    (extra_internal_ports, model_store's rsync port; it would be dropped), and a confirm timeout that does not leave the controller time before the revert."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        sources = host_vars.get("fabric_firewall_api_sources")
+        if isinstance(sources, list):
+            for index, source in enumerate(sources):
+                try:
+                    fabric_firewall.parse_network(source, "fabric_firewall_api_sources[%d]" % index)
+                except fabric_firewall.FirewallError:
+                    findings.append(Finding(host, "fabric_firewall_api_sources[%d]" % index, source,
+                                            "not a network in CIDR form",
+                                            "write it as network/prefix, e.g. 10.0.0.0/24 or 2001:db8::/48 "
+                                            "(a single client: 10.0.0.5/32)"))
+        extra = host_vars.get("fabric_firewall_extra_internal_ports")
+        good_extra = []
+        if isinstance(extra, list):
+            for index, value in enumerate(extra):
+                try:
+                    fabric_firewall.parse_ports(value, "fabric_firewall_extra_internal_ports[%d]" % index)
+                    good_extra.append(value)
+                except fabric_firewall.FirewallError as exc:
+                    findings.append(Finding(host, "fabric_firewall_extra_internal_ports[%d]" % index, value,
+                                            str(exc).split(": ", 1)[-1],
+                                            "write a port (8080) or a range (\"9000-9010\") within 1-65535"))
+        confirm = host_vars.get("fabric_firewall_confirm_timeout", 60)
+        revert = host_vars.get("fabric_firewall_revert_timeout", 120)
+        if isinstance(confirm, int) and isinstance(revert, int) and confirm + 10 > revert:
+            findings.append(Finding(host, "fabric_firewall_confirm_timeout", confirm,
+                                    "not at least 10 s below fabric_firewall_revert_timeout (%d): the host could "
+                                    "revert while the controller is still confirming" % revert,
+                                    "raise fabric_firewall_revert_timeout or lower fabric_firewall_confirm_timeout"))
+        models = host_vars.get("fabric_firewall_models")
+        models = models if isinstance(models, list) else _models(host_vars)
+        try:
+            internal = fabric_firewall.internal_ports(
+                host, groups=host_vars.get("group_names"),
+                ray_ports={"ray_head": host_vars.get("ray_head_ports"), "ray_worker": host_vars.get("ray_worker_ports")},
+                models=models, executor=host_vars.get("sparkfleet_executor"),
+                rsync_port=host_vars.get("model_store_rsync_port"),
+                extra=good_extra, roles_dir=roles_dir or fabric_firewall.ROLES_DIR)
+        except fabric_firewall.FirewallError:
+            continue  # a port that is not a port: check_models, check_cluster_layout or the types name it
+        for index, model in enumerate(models):
+            if not isinstance(model, dict):
+                continue
+            try:
+                if fabric_firewall.model_nodes(model, host)[0] != host:
+                    continue
+            except fabric_firewall.FirewallError:
+                continue  # nodes of the wrong type: check_models names it
+            port = model.get("port", fabric_firewall.MODEL_ENTRY_SPEC["port"]["default"])
+            for low, high, why in internal:
+                # Ray's ports and the rendezvous against the API: check_cluster_layout names those.
+                if isinstance(port, int) and low <= port <= high and not why.startswith(("model ", "ray_")):
+                    findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
+                                            "is also internal (%s, %s) on this host: the fabric firewall would drop "
+                                            "the API from outside the fabric" % (why, low if low == high else
+                                                                                  "%d-%d" % (low, high)),
+                                            "give the API a port outside the host's internal ports"))
+    return findings
+
+
 def optout_warnings(fleet):
     """One loud line per endpoint that answers without an API key (api_key: none with a reason;
     without a reason check_entry refuses it). Only the host serving the API (the first node) counts."""
@@ -708,5 +774,6 @@ def check_fleet(fleet, role_specs, checks=None):
         findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
         findings.extend(check_model_sources(fleet))
         findings.extend(check_environment(fleet))
+        findings.extend(check_firewall(fleet))
         findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     return findings

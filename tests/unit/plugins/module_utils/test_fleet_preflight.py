@@ -207,3 +207,30 @@ def test_rendezvous_port_against_an_api_port_and_the_worker_range():
     found = fp.check_cluster_layout({"a": _member("ray_head", models=[inside]),
                                      "b": _member("ray_workers", models=[inside])}, RAY_DEFAULTS)
     assert [f.problem for f in found] == ["inside Ray's worker port range 20000-20199"]
+
+
+# The fabric firewall's inventory values, refused before anything changes.
+@pytest.mark.parametrize("host_vars, variable, words", [
+    ({"fabric_firewall_api_sources": ["10.0.0.0/24", "10.0.0.5"]}, "fabric_firewall_api_sources[1]", "CIDR"),
+    ({"fabric_firewall_api_sources": ["mgmt-lan"]}, "fabric_firewall_api_sources[0]", "CIDR"),
+    ({"fabric_firewall_extra_internal_ports": [8080, "70000"]}, "fabric_firewall_extra_internal_ports[1]", "1-65535"),
+    ({"fabric_firewall_confirm_timeout": 60, "fabric_firewall_revert_timeout": 65},
+     "fabric_firewall_confirm_timeout", "10 s below"),
+    ({"fabric_firewall_extra_internal_ports": ["8000-8010"],
+      "sparkfleet_models": [{"name": "a", "model": "m", "port": 8005}]},
+     "sparkfleet_models[0] (a).port", "also internal"),
+    ({"model_store_rsync_port": 8000,
+      "sparkfleet_models": [{"name": "a", "model": "m", "source": {"type": "dir", "path": "/x"}}]},
+     "sparkfleet_models[0] (a).port", "model_store_rsync_port"),
+])
+def test_firewall_values_are_refused_naming_host_variable_value(host_vars, variable, words):
+    findings = fp.check_firewall({"s1": dict(host_vars, group_names=["sparks"])})
+    assert [f.variable for f in findings] == [variable]
+    assert words in str(findings[0]) and str(findings[0]).startswith("s1: ")
+
+
+def test_good_firewall_values_give_nothing():
+    host_vars = {"group_names": ["sparks", "ray_head"], "fabric_firewall_api_sources": ["10.0.0.0/24", "2001:db8::/48"],
+                 "fabric_firewall_extra_internal_ports": [9000, "9100-9110"],
+                 "sparkfleet_models": [{"name": "a", "model": "m", "port": 8000, "nodes": ["s1", "s2"]}]}
+    assert fp.check_firewall({"s1": host_vars}) == []

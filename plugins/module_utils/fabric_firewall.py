@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The host firewall of sparkfleet.gb10 (role fabric_firewall): which ports are internal,
+which are the API, and the nftables table that keeps the internal ones on the fabric.
+
+One source of truth: the ports come from the variables the services read (the Ray roles'
+``*_ports``, the model entries' ``port`` and ``master_port`` with the defaults of the entry
+schema, ``model_store_rsync_port``), taking a role's default from its ``defaults/main.yml``
+when the inventory does not set the variable. No port number is written here.
+
+Pure Python (netaddr and PyYAML only) so that the filter and preflight share it and it is
+unit tested directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+try:
+    import netaddr
+except ImportError:  # reported when used
+    netaddr = None
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC, MODEL_ENTRY_SPEC
+
+TABLE = "sparkfleet"
+FAMILY = "inet"
+COMMENT_PREFIX = "sparkfleet.gb10 fabric_firewall "
+ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
+
+# Which Ray role a host runs, by inventory group (as preflight reads it).
+RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
+
+
+class FirewallError(ValueError):
+    """A value the firewall cannot use; the message names the variable, the value and the fix."""
+
+
+def load_role_default(role, name, roles_dir=ROLES_DIR):
+    """One variable of a role's defaults/main.yml, as plain data (None when absent)."""
+    path = os.path.join(roles_dir, role, "defaults", "main.yml")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return (yaml.safe_load(handle) or {}).get(name)
+
+
+def parse_ports(value, variable):
+    """``8000``, ``"20000-20199"`` or ``[a, b]`` (a range) as ``(low, high)``; FirewallError otherwise."""
+    low = high = None
+    if isinstance(value, bool):
+        pass
+    elif isinstance(value, int):
+        low = high = value
+    elif isinstance(value, (list, tuple)) and len(value) == 2:
+        low, high = value
+    elif isinstance(value, str) and value.strip():
+        parts = value.replace(" ", "").split("-")
+        if len(parts) in (1, 2) and all(p.isdigit() for p in parts):
+            low, high = int(parts[0]), int(parts[-1])
+    try:
+        low, high = int(low), int(high)
+    except (TypeError, ValueError):
+        raise FirewallError("%s=%r: not a port or a port range" % (variable, value))
+    if not 1 <= low <= high <= 65535:
+        raise FirewallError("%s=%r: ports must be 1-65535, low before high" % (variable, value))
+    return low, high
+
+
+def parse_network(value, variable):
+    """A CIDR network (IPv4 or IPv6) as netaddr.IPNetwork, host bits allowed; FirewallError otherwise."""
+    if not isinstance(value, str) or "/" not in value:
+        raise FirewallError("%s=%r: not a network in CIDR form (a.b.c.d/nn or x::/nn)" % (variable, value))
+    address, _, prefix = value.strip().partition("/")
+    try:
+        ip = netaddr.IPAddress(address, flags=netaddr.INET_PTON)
+        if not prefix.isdigit() or int(prefix) > (32 if ip.version == 4 else 128):
+            raise ValueError(prefix)
+        return netaddr.IPNetwork("%s/%s" % (ip, int(prefix))).cidr
+    except (TypeError, ValueError, netaddr.AddrFormatError):
+        raise FirewallError("%s=%r: not a network in CIDR form (a.b.c.d/nn or x::/nn)" % (variable, value))
+
+
+def _ray_role(groups):
+    for group, role in RAY_ROLE_BY_GROUP:
+        if group in (groups or []):
+            return role
+    return None
+
+
+def model_nodes(model, host):
+    """The hosts of a model entry (``nodes``; none: this host alone). A ``nodes`` that is not a list
+    is a FirewallError: preflight's entry check names it, and the plan cannot be made from it."""
+    nodes = model.get("nodes")
+    if nodes is None or (isinstance(nodes, list) and not nodes):
+        return [host]
+    if not isinstance(nodes, list):
+        raise FirewallError("nodes=%r: must be a list of inventory hosts" % (nodes,))
+    return nodes
+
+
+def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None, rsync_port=None,
+                   extra=None, roles_dir=ROLES_DIR):
+    """The ports of this host that only the fabric may reach, each with where it comes from.
+
+    ``ray_ports`` is ``{'ray_head': value-or-None, 'ray_worker': value-or-None}`` (None: the role's default);
+    ``rsync_port`` None: model_store's default. Returns ``[(low, high, why), ...]`` sorted.
+    """
+    found = []
+    role = _ray_role(groups)
+    if role:
+        ports = dict(load_role_default(role, role + "_ports", roles_dir) or {})
+        own = (ray_ports or {}).get(role)
+        if own is not None:
+            if not isinstance(own, dict):
+                raise FirewallError("%s_ports=%r: must be a mapping of Ray port names to ports" % (role, own))
+            ports.update(own)
+        for key, port in sorted(ports.items()):
+            if key in ("min_worker", "max_worker"):
+                continue
+            low, high = parse_ports(port, "%s_ports.%s" % (role, key))
+            found.append((low, high, "%s_ports.%s" % (role, key)))
+        if "min_worker" in ports and "max_worker" in ports:
+            low, _ = parse_ports(ports["min_worker"], "%s_ports.min_worker" % role)
+            _, high = parse_ports(ports["max_worker"], "%s_ports.max_worker" % role)
+            found.append((low, high, "%s_ports.min_worker-max_worker" % role))
+    default_master = CLUSTER_SPEC["master_port"]["default"]
+    serves_source = False
+    for index, model in enumerate(models or []):
+        if not isinstance(model, dict):
+            continue
+        nodes = model_nodes(model, host)
+        if model.get("source") is not None and host in nodes:
+            serves_source = True
+        if host not in nodes or len(nodes) < 2:
+            continue
+        if (model.get("executor") or executor or CLUSTER_SPEC["executor"]["default"]) != "mp":
+            continue
+        low, high = parse_ports(model.get("master_port", default_master), "models[%d].master_port" % index)
+        found.append((low, high, "model %s master_port" % model.get("name", index)))
+    if serves_source:
+        port = rsync_port if rsync_port is not None else load_role_default("model_store", "model_store_rsync_port",
+                                                                             roles_dir)
+        if port is not None:
+            low, high = parse_ports(port, "model_store_rsync_port")
+            found.append((low, high, "model_store_rsync_port"))
+    for index, value in enumerate(extra or []):
+        low, high = parse_ports(value, "fabric_firewall_extra_internal_ports[%d]" % index)
+        found.append((low, high, "fabric_firewall_extra_internal_ports[%d]" % index))
+    return sorted(set(found))
+
+
+def api_ports(host, models=None):
+    """The API ports this host serves: one per model entry whose first node it is."""
+    default_port = MODEL_ENTRY_SPEC["port"]["default"]
+    found = []
+    for index, model in enumerate(models or []):
+        if not isinstance(model, dict):
+            continue
+        nodes = model_nodes(model, host)
+        if nodes[0] != host:
+            continue
+        low, high = parse_ports(model.get("port", default_port), "models[%d].port" % index)
+        found.append((low, high, "model %s port" % model.get("name", index)))
+    return sorted(set(found))
+
+
+def management_networks(addr_info):
+    """The networks of an interface (``ip -j addr show dev X``'s addr_info) that are global: the management LAN."""
+    nets = []
+    for info in addr_info or []:
+        if info.get("scope", "global") != "global" or info.get("family") not in ("inet", "inet6"):
+            continue
+        net = str(netaddr.IPNetwork("%s/%s" % (info["local"], info["prefixlen"])).cidr)
+        if net not in nets:
+            nets.append(net)
+    return nets
+
+
+def fabric_interfaces(links, pattern):
+    """The fabric interfaces of ``ip -j addr`` output: netdevs matching the rule book's QSFP pattern that
+    hold an IPv4 address. Returns ``[{'name': ..., 'addresses': ['a.b.c.d/nn', ...]}]``."""
+    import re
+    out = []
+    for link in links or []:
+        name = link.get("ifname", "")
+        if not re.match(pattern, name):
+            continue
+        addrs = ["%s/%s" % (a["local"], a["prefixlen"]) for a in link.get("addr_info") or []
+                 if a.get("family") in ("inet", "inet6") and a.get("scope", "global") == "global"]
+        if any(":" not in a for a in addrs):
+            out.append({"name": name, "addresses": addrs})
+    return out
+
+
+def plan(host, fabric, api_sources, internal, api, ephemeral=None):
+    """Everything the ruleset needs, checked: ``fabric`` as from fabric_interfaces, ``api_sources`` CIDRs,
+    ``internal``/``api`` as from internal_ports/api_ports, ``ephemeral`` (low, high) or None."""
+    if not fabric:
+        raise FirewallError("no fabric interface with an address: run the network stage first")
+    nets = {4: [], 6: []}
+    addrs = {4: [], 6: []}
+    for iface in fabric:
+        for cidr in iface["addresses"]:
+            ip = netaddr.IPNetwork(cidr)
+            for bucket, value in ((nets, str(ip.cidr)), (addrs, str(ip.ip))):
+                if value not in bucket[ip.version]:
+                    bucket[ip.version].append(value)
+    sources = {4: [], 6: []}
+    for index, cidr in enumerate(api_sources or []):
+        net = parse_network(cidr, "fabric_firewall_api_sources[%d]" % index)
+        if str(net) not in sources[net.version]:
+            sources[net.version].append(str(net))
+    overlap = [(i, a) for i in internal for a in api if i[0] <= a[1] and a[0] <= i[1]]
+    if overlap:
+        (ilow, ihigh, iwhy), (alow, ahigh, awhy) = overlap[0]
+        raise FirewallError("%s (%s) is also internal: %s (%s); give the API a port outside Ray's ports, "
+                            "the worker range and the rendezvous ports" % (
+                                awhy, _span(alow, ahigh), iwhy, _span(ilow, ihigh)))
+    return {
+        "host": host,
+        "interfaces": sorted(set(i["name"] for i in fabric)),
+        "fabric_nets4": sorted(nets[4]), "fabric_nets6": sorted(nets[6]),
+        "fabric_addrs4": sorted(addrs[4]), "fabric_addrs6": sorted(addrs[6]),
+        "api_sources4": sorted(sources[4]), "api_sources6": sorted(sources[6]),
+        "internal": [list(p) for p in internal],
+        "api": [list(p) for p in api],
+        "ephemeral": list(ephemeral) if ephemeral else None,
+    }
+
+
+def _span(low, high):
+    return str(low) if low == high else "%d-%d" % (low, high)
+
+
+def _merge(ports):
+    """Sorted (low, high, why) with overlaps joined (an interval set refuses overlapping elements)."""
+    merged = []
+    for low, high, why in sorted(ports):
+        if merged and low <= merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], high), last[2] + ", " + why)
+        else:
+            merged.append((low, high, why))
+    return merged
+
+
+def _set(name, kind, elements, interval=False):
+    flags = " flags interval;" if interval else ""
+    if not elements:
+        return "\tset %s { type %s;%s }" % (name, kind, flags)
+    return "\tset %s {\n\t\ttype %s;%s\n\t\telements = {\n\t\t\t%s\n\t\t}\n\t}" % (
+        name, kind, flags, ",\n\t\t\t".join(elements))
+
+
+def _quote(text):
+    return '"%s"' % str(text).replace('"', "'")[:120]
+
+
+def ruleset_body(p):
+    """The table's sets and input chain (without the comment that carries the digest)."""
+    internal = ["%s comment %s" % (_span(lo, hi), _quote(why)) for lo, hi, why in _merge(p["internal"])]
+    api = ["%s comment %s" % (_span(lo, hi), _quote(why)) for lo, hi, why in _merge(p["api"])]
+    lines = [
+        _set("fabric_ifaces", "ifname", ['"%s"' % n for n in p["interfaces"]]),
+        _set("fabric_nets4", "ipv4_addr", p["fabric_nets4"], interval=True),
+        _set("fabric_nets6", "ipv6_addr", p["fabric_nets6"], interval=True),
+        _set("fabric_addrs4", "ipv4_addr", p["fabric_addrs4"]),
+        _set("fabric_addrs6", "ipv6_addr", p["fabric_addrs6"]),
+        _set("api_sources4", "ipv4_addr", p["api_sources4"], interval=True),
+        _set("api_sources6", "ipv6_addr", p["api_sources6"], interval=True),
+        _set("api_ports", "inet_service", api, interval=True),
+        _set("internal_ports", "inet_service", internal, interval=True),
+        "\tchain input {",
+        "\t\ttype filter hook input priority filter; policy accept;",
+        '\t\tiif "lo" accept comment "the host itself"',
+        '\t\tct state established,related accept comment "replies and connections already admitted"',
+        '\t\tiifname @fabric_ifaces ip saddr @fabric_nets4 accept comment "fabric peers: Ray, NCCL, Gloo, rendezvous"',
+        '\t\tiifname @fabric_ifaces ip6 saddr @fabric_nets6 accept comment "fabric peers (IPv6)"',
+        '\t\tiifname != @fabric_ifaces ip daddr @fabric_addrs4 drop comment "the fabric address only over the fabric"',
+        '\t\tiifname != @fabric_ifaces ip6 daddr @fabric_addrs6 drop comment "the fabric address only over the fabric"',
+        '\t\ttcp dport @api_ports ip saddr @api_sources4 accept comment "API from fabric_firewall_api_sources"',
+        '\t\ttcp dport @api_ports ip6 saddr @api_sources6 accept comment "API from fabric_firewall_api_sources"',
+        '\t\ttcp dport @api_ports drop comment "API from anywhere else"',
+        '\t\tmeta l4proto { tcp, udp } th dport @internal_ports drop comment "internal ports: fabric only"',
+    ]
+    if p.get("ephemeral"):
+        lines.append('\t\ttcp dport %s drop comment "ephemeral listeners (NCCL, Gloo, ZMQ): fabric only"'
+                     % _span(*p["ephemeral"]))
+    lines.append("\t}")
+    return "\n".join(lines) + "\n"
+
+
+def digest(p):
+    """Short sha256 of the table's content; the live table carries it in its comment."""
+    return hashlib.sha256(ruleset_body(p).encode("utf-8")).hexdigest()[:16]
+
+
+def ruleset(p):
+    """The whole nft file: create-then-delete-then-define, so loading it is one atomic replacement of
+    our table and never touches any other table."""
+    return "\n".join([
+        "table %s %s" % (FAMILY, TABLE),
+        "delete table %s %s" % (FAMILY, TABLE),
+        "table %s %s {" % (FAMILY, TABLE),
+        "\tcomment %s" % _quote(COMMENT_PREFIX + digest(p)),
+        ruleset_body(p) + "}",
+        "",
+    ])
