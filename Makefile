@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo demo-report sim-up sim-down clean bench docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ gpu-check: ## On a GPU host: host_facts + nccl (real sources, nccl-tests, verdic
 
 bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/results.md)
 	tools/bench.sh
+
+chaos: venv ## After make demo: faults on the simulated fleet, each timed to recovery; fails if one does not recover
+	python3 tools/chaos.py
 
 clean: ## Remove sim containers, networks and Molecule leftovers
 	-@docker ps -aq --filter label=sparkfleet.sim | xargs -r docker rm -f >/dev/null

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""make chaos: faults on the simulated fleet that ``make demo`` left running (spark-1 heads
+the tensor-parallel model tiny-tp and Ray, spark-2 follows), each timed to recovery with no
+person in the loop. Exits non-zero when a fault does not recover within its limit.
+
+Faults (``--faults`` picks; all by default, in this order):
+
+- ``head-kill``: SIGKILL to the head's vLLM unit; recovered when a completion answers again.
+- ``follower-kill``: SIGKILL to the follower's headless rank; recovered the same way (the
+  head notices the lost rank, exits, restarts; the follower's head watch restarts it).
+- ``ray-head-restart``: the Ray head's unit restarted; recovered when both members are
+  alive again (the state API, with the token).
+- ``crash-loop``: the head's vLLM unit made unable to start (a runtime drop-in whose
+  ExecStart exits 3, gone at the next boot); it must stop at its StartLimitBurst (failed,
+  start-limit-hit) with no process and no memory left in its cgroup, and the health
+  probe's metric must say failed. Then the drop-in is removed and the unit started: the
+  recovery is timed like the others.
+
+Each fault starts from a serving fleet whose vLLM units' start counters are cleared
+(``systemctl reset-failed``), so faults do not add up towards a unit's StartLimitBurst.
+Prints one markdown row per fault (fault, time to recovery, what was checked).
+
+    python3 tools/chaos.py [--faults head-kill,crash-loop] [--limit 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HEAD, FOLLOWER = "spark-1", "spark-2"
+MODEL = "tiny-tp"
+UNIT = "sparkfleet-vllm-%s.service" % MODEL
+RAY_HEAD = "sparkfleet-ray-head.service"
+PROBE = "sparkfleet-health.service"
+PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
+DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
+KEY_FILE = os.path.expanduser("~/.sparkfleet/sim/%s-%s.key" % (HEAD, MODEL))
+FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop")
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results.md")
+SECTION = "## Faults survived (make chaos)"
+
+COMPLETION = r"""
+import json, os, sys, urllib.request
+body = json.dumps({"model": "%s", "prompt": "Hello, fleet", "max_tokens": 4, "temperature": 0}).encode()
+req = urllib.request.Request("http://127.0.0.1:8000/v1/completions", data=body, method="POST",
+                             headers={"Content-Type": "application/json",
+                                      "Authorization": "Bearer " + os.environ["SPARKFLEET_KEY"]})
+try:
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        sys.exit(0 if json.load(resp)["usage"]["completion_tokens"] == 4 else 1)
+except Exception:
+    sys.exit(1)
+""" % MODEL
+
+
+def sh(host, command, env=None, check=False, timeout=120, script=None):
+    """bash -c COMMAND in a simulated host (or python3 reading ``script`` on stdin); env values
+    travel as docker exec -e NAME, so a secret is never in an argv."""
+    argv = ["docker", "exec", "-i"]
+    for name in env or {}:
+        argv += ["-e", name]
+    argv += [host] + (["python3", "-"] if script is not None else ["bash", "-c", command])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=script,
+                          env=dict(os.environ, **(env or {})))
+    if check and proc.returncode != 0:
+        raise SystemExit("chaos: %s: %s failed (rc %d): %s" % (host, command, proc.returncode, proc.stderr.strip()))
+    return proc
+
+
+def show(host, unit, *props):
+    out = sh(host, "systemctl show %s -p %s" % (unit, ",".join(props)), check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def serving(key):
+    try:
+        return sh(HEAD, None, env={"SPARKFLEET_KEY": key}, timeout=90, script=COMPLETION).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def ray_members_alive():
+    out = sh(HEAD, "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/etc/sparkfleet/ray/auth_token /opt/sparkfleet/venv/bin/ray "
+                   "list nodes --address=http://127.0.0.1:8265 --format=json --filter state=ALIVE 2>/dev/null", timeout=60)
+    try:
+        return len(json.loads(out.stdout)) if out.returncode == 0 else 0
+    except ValueError:
+        return 0
+
+
+def wait(predicate, limit, step=2.0):
+    """Seconds until predicate() holds, or None after ``limit`` seconds."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if predicate():
+            return time.monotonic() - start
+        time.sleep(step)
+    return None
+
+
+def clear_counters():
+    for host in (HEAD, FOLLOWER):
+        sh(host, "systemctl reset-failed %s 2>/dev/null; true" % UNIT)
+
+
+def fault_kill(host, key, limit):
+    sh(host, "systemctl kill -s KILL %s" % UNIT, check=True)
+    start = time.monotonic()
+    time.sleep(1)
+    seconds = wait(lambda: serving(key), limit)
+    return (None if seconds is None else time.monotonic() - start), "SIGKILL %s on %s; a completion answered" % (UNIT, host)
+
+
+def fault_ray_head(key, limit):
+    sh(HEAD, "systemctl restart %s" % RAY_HEAD, check=True, timeout=300)
+    start = time.monotonic()
+    seconds = wait(lambda: ray_members_alive() == 2, limit, step=3)
+    ok = seconds is not None and serving(key)
+    return (time.monotonic() - start if ok else None), "Ray head restarted; both members alive (state API), the model still serves"
+
+
+def cgroup_empty(host):
+    group = show(host, UNIT, "ControlGroup").get("ControlGroup", "")
+    if not group:
+        return True
+    procs = sh(host, "cat /sys/fs/cgroup%s/cgroup.procs 2>/dev/null" % group).stdout.split()
+    return not procs
+
+
+def fault_crash_loop(key, limit, problems):
+    held = show(HEAD, UNIT, "MemoryCurrent").get("MemoryCurrent", "")
+    since = sh(HEAD, "date +%s", check=True).stdout.strip()
+    sh(HEAD, "mkdir -p %s && printf '[Service]\\nExecStart=\\nExecStart=/bin/sh -c \"exit 3\"\\n' > %s && "
+             "systemctl daemon-reload && systemctl restart %s; true" % (os.path.dirname(DROPIN), DROPIN, UNIT), timeout=300)
+    stopped = wait(lambda: show(HEAD, UNIT, "ActiveState")["ActiveState"] == "failed", 900, step=3)
+    # systemd refuses the next automatic restart ("Start request repeated too quickly"); 252 keeps the
+    # last failure's Result (exit-code) then, so the journal line is what says the limit stopped it.
+    hit = sh(HEAD, "journalctl -u %s --since @%s --no-pager -o cat | grep -c 'Start request repeated too quickly'"
+             % (UNIT, since)).stdout.strip()
+    state = show(HEAD, UNIT, "ActiveState", "Result", "NRestarts", "MainPID", "MemoryCurrent", "RestartUSec")
+    limit_burst = show(HEAD, UNIT, "StartLimitBurst").get("StartLimitBurst")
+    if stopped is None or hit in ("", "0"):
+        problems.append("crash-loop: the unit did not stop at its start limit (%s)" % state)
+    time.sleep(10)  # longer than the sim's RestartSec: no restart may come any more
+    if show(HEAD, UNIT, "NRestarts", "ActiveState") != {"NRestarts": state.get("NRestarts"), "ActiveState": "failed"}:
+        problems.append("crash-loop: the unit restarted after its start limit")
+    if state.get("MainPID") != "0" or not cgroup_empty(HEAD):
+        problems.append("crash-loop: processes left in the unit's cgroup (%s)" % state)
+    sh(HEAD, "systemctl start %s" % PROBE, timeout=300)
+    failed = [line for line in sh(HEAD, "cat %s" % PROM).stdout.splitlines()
+              if line.startswith("sparkfleet_unit_failed{") and 'unit="%s' % UNIT[:-len(".service")] in line]
+    if not failed or not all(line.split()[-1] in ("1", "1.0") for line in failed):
+        problems.append("crash-loop: the health metric does not say failed: %r" % failed)
+    detail = ("start limit hit after %s automatic restart(s) (StartLimitBurst %s, RestartSec %s) in %s s, failed, MainPID %s, "
+              "no process in its cgroup, memory %s bytes -> %s; probe: sparkfleet_unit_failed 1" % (
+                  state.get("NRestarts"), limit_burst, state.get("RestartUSec"), "?" if stopped is None else "%.0f" % stopped,
+                  state.get("MainPID"), held, state.get("MemoryCurrent")))
+    sh(HEAD, "rm -f %s && systemctl daemon-reload && systemctl reset-failed %s && systemctl start %s"
+       % (DROPIN, UNIT, UNIT), check=True, timeout=300)
+    start = time.monotonic()
+    seconds = wait(lambda: serving(key), limit)
+    return (None if seconds is None else time.monotonic() - start), detail + "; after the fix, a completion answered"
+
+
+def record(rows, path):
+    """Replace (or add) the faults section of bench/results.md; make bench keeps it."""
+    text = open(path).read() if os.path.exists(path) else ""
+    if SECTION in text:
+        text = text[:text.index(SECTION)]
+    section = [SECTION, "", "Measured by `make chaos` on %s, %d cores, on the fleet `make demo` left running "
+               "(tools/chaos.py)." % (time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count() or 0), ""] + rows
+    with open(path + ".tmp", "w") as handle:
+        handle.write(text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(section) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--faults", default=",".join(FAULTS))
+    parser.add_argument("--limit", type=float, default=600.0, help="seconds each fault may take to recover")
+    parser.add_argument("--results", default=RESULTS, help="markdown file whose '%s' section is replaced" % SECTION)
+    args = parser.parse_args(argv)
+    faults = [f for f in args.faults.split(",") if f]
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        parser.error("unknown fault(s) %s; known: %s" % (", ".join(unknown), ", ".join(FAULTS)))
+    if not os.path.exists(KEY_FILE):
+        raise SystemExit("chaos: no API key at %s: run make demo first (it leaves the fleet running)" % KEY_FILE)
+    with open(KEY_FILE) as handle:
+        key = handle.read().strip()
+    if not serving(key):
+        raise SystemExit("chaos: the fleet does not serve %s before any fault: run make demo first" % MODEL)
+
+    problems = []
+    rows = ["| fault | time to recovery | what was checked |", "|---|---|---|"]
+    print("\n".join(rows))
+    for fault in faults:
+        clear_counters()
+        if fault == "head-kill":
+            seconds, what = fault_kill(HEAD, key, args.limit)
+        elif fault == "follower-kill":
+            seconds, what = fault_kill(FOLLOWER, key, args.limit)
+        elif fault == "ray-head-restart":
+            seconds, what = fault_ray_head(key, args.limit)
+        else:
+            seconds, what = fault_crash_loop(key, args.limit, problems)
+        if seconds is None:
+            problems.append("%s: not recovered within %.0f s" % (fault, args.limit))
+        rows.append("| %s | %s | %s |" % (fault, "not recovered" if seconds is None else "%.0f s" % seconds, what))
+        print(rows[-1], flush=True)
+    record(rows, args.results)
+    for problem in problems:
+        print("chaos: %s" % problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
