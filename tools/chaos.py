@@ -15,6 +15,11 @@ Faults (``--faults`` picks; all by default, in this order):
   start-limit-hit) with no process and no memory left in its cgroup, and the health
   probe's metric must say failed. Then the drop-in is removed and the unit started: the
   recovery is timed like the others.
+- ``host-restart``: ``docker restart`` of the follower's container (a reboot); recovered when
+  a completion answers and both Ray members are alive, with the fabric address and MTU back,
+  the firewall table loaded, the firewall before the network and the Ray worker, and the
+  network before vLLM. A container gets docker's interface name at each start where a Spark's udev gives
+  the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
 Each fault starts from a serving fleet whose vLLM units' start counters are cleared
 (``systemctl reset-failed``), so faults do not add up towards a unit's StartLimitBurst.
@@ -40,7 +45,41 @@ PROBE = "sparkfleet-health.service"
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 KEY_FILE = os.path.expanduser("~/.sparkfleet/sim/%s-%s.key" % (HEAD, MODEL))
-FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop")
+FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart")
+FABRIC_IFNAME = "enp1s0f1np1"
+# A Spark's udev names the QSFP port at every boot; a container gets docker's name (eth1) at
+# every start. This sim stand-in does the renaming at boot, before networkd reads netplan's
+# configuration: the one thing a restarted container lacks that a rebooted Spark has.
+RENAME_SCRIPT = """#!/bin/sh
+# SIM STAND-IN (tools/chaos.py): udev's predictable name of the fabric port on a Spark.
+set -e
+ip link show %(name)s >/dev/null 2>&1 && exit 0
+dev=$(ip -o link | grep -i "link/ether %(mac)s" | awk -F': ' '{print $2}' | cut -d@ -f1)
+[ -n "$dev" ]
+ip link set "$dev" down
+ip link set "$dev" name %(name)s
+# docker gives the port an address of its own network at every start; a Spark's QSFP port
+# has only what netplan gives it.
+ip addr flush dev %(name)s
+ip link set %(name)s up
+"""
+RENAME_UNIT = """[Unit]
+Description=SIM STAND-IN: name the fabric port as udev does on a Spark (tools/chaos.py)
+DefaultDependencies=no
+After=systemd-udevd.service
+Before=network-pre.target systemd-networkd.service
+Wants=network-pre.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/sparkfleet-sim-fabric-name
+
+[Install]
+WantedBy=sysinit.target
+"""
+# What must come before what when a host boots (the mp executor's vLLM needs the fabric, not Ray).
+BOOT_ORDER = (("sparkfleet-firewall.service", "network-online.target"), ("network-online.target", UNIT),
+              ("sparkfleet-firewall.service", "sparkfleet-ray-worker.service"))
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results.md")
 SECTION = "## Faults survived (make chaos)"
 
@@ -58,14 +97,15 @@ except Exception:
 """ % MODEL
 
 
-def sh(host, command, env=None, check=False, timeout=120, script=None):
+def sh(host, command, env=None, check=False, timeout=120, script=None, stdin=None):
     """bash -c COMMAND in a simulated host (or python3 reading ``script`` on stdin); env values
     travel as docker exec -e NAME, so a secret is never in an argv."""
     argv = ["docker", "exec", "-i"]
     for name in env or {}:
         argv += ["-e", name]
     argv += [host] + (["python3", "-"] if script is not None else ["bash", "-c", command])
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=script,
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          input=script if script is not None else stdin,
                           env=dict(os.environ, **(env or {})))
     if check and proc.returncode != 0:
         raise SystemExit("chaos: %s: %s failed (rc %d): %s" % (host, command, proc.returncode, proc.stderr.strip()))
@@ -179,6 +219,38 @@ def record(rows, path):
     os.replace(path + ".tmp", path)
 
 
+def fault_host_restart(key, limit, problems):
+    """docker restart of the follower host: its units come back on their own, in order."""
+    networks = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .NetworkSettings.Networks}}", FOLLOWER],
+                                         capture_output=True, text=True, check=True).stdout)
+    macs = [n["MacAddress"] for name, n in networks.items() if name != "bridge"]
+    sh(FOLLOWER, "cat > /usr/local/sbin/sparkfleet-sim-fabric-name && chmod 0755 /usr/local/sbin/sparkfleet-sim-fabric-name",
+       check=True, stdin=RENAME_SCRIPT % {"name": FABRIC_IFNAME, "mac": macs[0]})
+    sh(FOLLOWER, "cat > /etc/systemd/system/sparkfleet-sim-fabric-name.service && systemctl daemon-reload && "
+                 "systemctl enable sparkfleet-sim-fabric-name.service", check=True, stdin=RENAME_UNIT)
+    subprocess.run(["docker", "restart", FOLLOWER], check=True, capture_output=True, timeout=300)
+    start = time.monotonic()
+    seconds = wait(lambda: serving(key) and ray_members_alive() == 2, limit, step=3)
+    if seconds is None:
+        return None, "docker restart %s" % FOLLOWER
+    link = sh(FOLLOWER, "ip -o -4 addr show dev %s; ip -o link show dev %s" % (FABRIC_IFNAME, FABRIC_IFNAME)).stdout
+    table = sh(FOLLOWER, "nft list table inet sparkfleet >/dev/null && echo loaded").stdout.strip()
+    entered = dict((unit, int(show(FOLLOWER, unit, "ActiveEnterTimestampMonotonic")["ActiveEnterTimestampMonotonic"] or 0))
+                   for pair in BOOT_ORDER for unit in pair)
+    if "mtu 9000" not in link or " inet " not in link:
+        problems.append("host-restart: the fabric port came back without its address or MTU 9000: %r" % link)
+    if table != "loaded":
+        problems.append("host-restart: the firewall table is not loaded after the restart")
+    late = ["%s before %s" % pair for pair in BOOT_ORDER
+            if not entered[pair[0]] or not entered[pair[1]] or entered[pair[0]] > entered[pair[1]]]
+    if late:
+        problems.append("host-restart: out of order at boot: %s (%s)" % ("; ".join(late), entered))
+    return time.monotonic() - start, ("docker restart %s; fabric address and MTU 9000 back, firewall table loaded, %s; "
+                                      "a completion answered and both Ray members alive"
+                                      % (FOLLOWER, ", ".join("%s < %s" % (a.replace(".service", ""), b.replace(".service", ""))
+                                                             for a, b in BOOT_ORDER)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
@@ -207,8 +279,10 @@ def main(argv=None):
             seconds, what = fault_kill(FOLLOWER, key, args.limit)
         elif fault == "ray-head-restart":
             seconds, what = fault_ray_head(key, args.limit)
-        else:
+        elif fault == "crash-loop":
             seconds, what = fault_crash_loop(key, args.limit, problems)
+        else:
+            seconds, what = fault_host_restart(key, args.limit, problems)
         if seconds is None:
             problems.append("%s: not recovered within %.0f s" % (fault, args.limit))
         rows.append("| %s | %s | %s |" % (fault, "not recovered" if seconds is None else "%.0f s" % seconds, what))
