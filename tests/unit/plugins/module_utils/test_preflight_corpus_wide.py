@@ -216,18 +216,25 @@ def _source_cases():
     return cases
 
 
+def _nested_mistake(key, good, spec, patch, remove, named, value):
+    """The entry's ``key`` mapping (source, speculative) made from ``good`` with keys removed and
+    ``patch`` applied: exactly one finding, naming the key's path and value; a misspelt key's fix
+    names the key it was meant to be."""
+    fleet = valid_fleet()
+    mapping = copy.deepcopy(good)
+    for name in remove:
+        mapping.pop(name)
+    mapping.update(patch)
+    corpus._model(fleet, HOST)[key] = mapping
+    finding = _only(preflight(fleet), HOST, "%s.%s.%s" % (ENTRY, key, named), value)
+    if named not in spec:
+        wanted = [k for k in spec if _misspell(k) == named][0]
+        assert finding.fix == "rename it to '%s'" % wanted, finding
+
+
 @pytest.mark.parametrize("kind, patch, remove, named, value", _source_cases())
 def test_each_source_key_mistake_is_found_with_its_value_and_fix(kind, patch, remove, named, value):
-    fleet = valid_fleet()
-    source = copy.deepcopy(GOOD_SOURCE[kind])
-    for key in remove:
-        source.pop(key)
-    source.update(patch)
-    corpus._model(fleet, HOST)["source"] = source
-    finding = _only(preflight(fleet), HOST, "%s.source.%s" % (ENTRY, named), value)
-    if named not in SOURCE_SPEC:
-        wanted = [k for k in SOURCE_SPEC if _misspell(k) == named][0]
-        assert finding.fix == "rename it to '%s'" % wanted, finding
+    _nested_mistake("source", GOOD_SOURCE[kind], SOURCE_SPEC, patch, remove, named, value)
 
 
 def test_a_gated_source_passes_with_a_token_and_the_token_is_never_shown():
@@ -265,16 +272,7 @@ def _speculative_cases():
 
 @pytest.mark.parametrize("patch, remove, named, value", _speculative_cases())
 def test_each_speculative_key_mistake(patch, remove, named, value):
-    fleet = valid_fleet()
-    spec = dict(SPECULATIVE_GOOD)
-    for key in remove:
-        spec.pop(key)
-    spec.update(patch)
-    corpus._model(fleet, HOST)["speculative"] = spec
-    finding = _only(preflight(fleet), HOST, "%s.speculative.%s" % (ENTRY, named), value)
-    if named not in SPECULATIVE_SPEC:
-        wanted = [k for k in SPECULATIVE_SPEC if _misspell(k) == named][0]
-        assert finding.fix == "rename it to '%s'" % wanted, finding
+    _nested_mistake("speculative", SPECULATIVE_GOOD, SPECULATIVE_SPEC, patch, remove, named, value)
 
 
 # ------------------------------------------------------------------ the Ray port maps a host may override
