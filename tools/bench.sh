@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: times site.yml on the simulated fleet, from fresh containers (the
-# first converge) and again with nothing to do (the no-op rerun), then places a
+# first converge) and again with nothing to do (the no-op rerun), BENCH_RUNS (3) times each, then places a
 # ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), and writes
 # the figures with the machine they ran on to bench/results.md. Each run goes
 # through ansible-runner (tools/bench.py): changed counts come from its stats.
@@ -8,18 +8,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/results.md
 mkdir -p bench
-ansible-playbook tests/sim/destroy.yml -e @tests/sim/fleet.yml >/dev/null
-ansible-playbook tests/sim/create.yml -e @tests/sim/fleet.yml >/dev/null
-ansible-playbook tests/sim/demo_prepare.yml -i inventories/sim >/dev/null
+runs=${BENCH_RUNS:-3}
+# The figures of the previous make bench, for the before column (read before $out is replaced).
+before=$(mktemp)
+trap 'rm -f "$before"' EXIT
+[ -f "$out" ] && cp "$out" "$before"
 {
   echo "# site.yml on the simulated two-Spark fleet"
   echo
   echo "Measured by \`make bench\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)."
   echo
-  echo "| run | wall time | changed tasks (all hosts) | exit |"
-  echo "|---|---|---|---|"
-  python3 tools/bench.py first-converge
-  python3 tools/bench.py no-op-rerun --no-op
+  echo "Each figure over $runs runs (the first converge on new containers each time); *before* is the"
+  echo "same figure of the previous \`make bench\` (its median, or its one run), with its date."
+  echo
+  echo "| run | min | median | runs | changed tasks (all hosts, each run) | before |"
+  echo "|---|---|---|---|---|---|"
+  python3 tools/bench.py first-converge --fresh --runs "$runs" --before "$before"
+  python3 tools/bench.py no-op-rerun --no-op --runs "$runs" --before "$before"
   echo
   echo "## Model weights on the two simulated hosts"
   echo
