@@ -99,7 +99,7 @@ bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/resu
 	tools/bench.sh
 
 chaos: venv ## After make demo: faults on the simulated fleet, each timed to recovery; fails if one does not recover
-	python3 tools/chaos.py
+	python3 tools/chaos.py $(if $(FAULTS),--faults $(FAULTS))
 
 clean: ## Remove sim containers, networks and Molecule leftovers
 	-@docker ps -aq --filter label=sparkfleet.sim | xargs -r docker rm -f >/dev/null

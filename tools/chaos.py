@@ -21,6 +21,15 @@ Faults (``--faults`` picks; all by default, in this order):
   network before vLLM. A container gets docker's interface name at each start where a Spark's udev gives
   the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
+- ``rolling-update``: the fleet switched to independent hosts (``inventories/sim-independent``:
+  spark-1 serves tiny-a, spark-2 tiny-b, no model spans hosts), then
+  ``playbooks/rolling_update.yml --limit spark-2`` with a changed setting for tiny-b (a copy of
+  that inventory with ``max_num_seqs`` 2) while a bounded load generator on spark-1 (one
+  request at a time, loopback only) sends completions to tiny-a. Passes with zero failed
+  requests on spark-1 during the whole roll, spark-1's vLLM process untouched (same MainPID,
+  no restart) and spark-2's restarted with the new setting. The fleet is then put back to
+  ``inventories/sim`` (what ``make demo`` left). The time is the roll's.
+
 Each fault starts from a serving fleet whose vLLM units' start counters are cleared
 (``systemctl reset-failed``), so faults do not add up towards a unit's StartLimitBurst.
 Prints one markdown row per fault (fault, time to recovery, what was checked).
@@ -33,9 +42,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+
+import yaml
 
 HEAD, FOLLOWER = "spark-1", "spark-2"
 MODEL = "tiny-tp"
@@ -45,7 +59,7 @@ PROBE = "sparkfleet-health.service"
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 KEY_FILE = os.path.expanduser("~/.sparkfleet/sim/%s-%s.key" % (HEAD, MODEL))
-FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart")
+FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")
 FABRIC_IFNAME = "enp1s0f1np1"
 # A Spark's udev names the QSFP port at every boot; a container gets docker's name (eth1) at
 # every start. This sim stand-in does the renaming at boot, before networkd reads netplan's
@@ -80,7 +94,15 @@ WantedBy=sysinit.target
 # What must come before what when a host boots (the mp executor's vLLM needs the fabric, not Ray).
 BOOT_ORDER = (("sparkfleet-firewall.service", "network-online.target"), ("network-online.target", UNIT),
               ("sparkfleet-firewall.service", "sparkfleet-ray-worker.service"))
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results.md")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(REPO, "bench", "results.md")
+DEMO_INVENTORY = os.path.join(REPO, "inventories", "sim")
+INDEPENDENT = os.path.join(REPO, "inventories", "sim-independent")
+# The models of inventories/sim-independent (host -> model) and the setting the roll changes.
+INDEPENDENT_MODELS = {HEAD: "tiny-a", FOLLOWER: "tiny-b"}
+ROLL_SETTING = ("max_num_seqs", 2, "--max-num-seqs 2")
+LOGS = os.path.join(REPO, "build", "chaos")
+LOAD_STOP = "/run/sparkfleet-chaos-load.stop"
 SECTION = "## Faults survived (make chaos)"
 
 COMPLETION = r"""
@@ -95,6 +117,38 @@ try:
 except Exception:
     sys.exit(1)
 """ % MODEL
+
+
+# The bounded load of the rolling-update fault: one request at a time to the host's own API over
+# loopback, a pause between them, until the stop file appears (or an hour passes); prints what it
+# saw as JSON. Bounded because both simulated hosts share the controller's cores: vLLM's CPU
+# worker saturating a core would starve the other host's engine start, not test the roll.
+LOAD_PAUSE_S = 2.0
+LOAD = r"""
+import json, os, sys, time, urllib.request
+model, stop, pause = sys.argv[1], sys.argv[2], float(sys.argv[3])
+body = json.dumps({"model": model, "prompt": "Hello, fleet", "max_tokens": 4, "temperature": 0}).encode()
+seen = {"ok": 0, "failed": 0, "errors": [], "first_start": None, "last_end": None, "slowest_s": 0.0}
+deadline = time.time() + 3600
+while not os.path.exists(stop) and time.time() < deadline:
+    req = urllib.request.Request("http://127.0.0.1:8000/v1/completions", data=body, method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + os.environ["SPARKFLEET_KEY"]})
+    start = time.time()
+    seen["first_start"] = seen["first_start"] or start
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            if json.load(resp)["usage"]["completion_tokens"] != 4:
+                raise ValueError("not 4 tokens")
+        seen["ok"] += 1
+    except Exception as exc:
+        seen["failed"] += 1
+        seen["errors"] = (seen["errors"] + ["%.0f %s" % (start, exc)])[-5:]
+    seen["last_end"] = time.time()
+    seen["slowest_s"] = max(seen["slowest_s"], seen["last_end"] - start)
+    time.sleep(pause)
+print(json.dumps(seen))
+"""
 
 
 def sh(host, command, env=None, check=False, timeout=120, script=None, stdin=None):
@@ -207,13 +261,32 @@ def fault_crash_loop(key, limit, problems):
     return (None if seconds is None else time.monotonic() - start), detail + "; after the fix, a completion answered"
 
 
+HEADER = ["| fault | time to recovery | measured | what was checked |", "|---|---|---|---|"]
+
+
 def record(rows, path):
-    """Replace (or add) the faults section of bench/results.md; make bench keeps it."""
+    """Write the faults section of bench/results.md (make bench keeps it): the rows of this run
+    replace those of the same faults; rows of faults not run this time stay, with their date."""
     text = open(path).read() if os.path.exists(path) else ""
+    kept = {}
     if SECTION in text:
+        old = text[text.index(SECTION):]
+        # Rows written before the table had its date column take the section's date.
+        dated = re.search(r"on (\d{4}-\d\d-\d\d)", old)
+        for line in old.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not line.startswith("| ") or cells[0] not in FAULTS:
+                continue
+            if len(cells) == 3 and dated:
+                cells.insert(2, dated.group(1))
+            if len(cells) == 4:
+                kept[cells[0]] = "| %s |" % " | ".join(cells)
         text = text[:text.index(SECTION)]
-    section = [SECTION, "", "Measured by `make chaos` on %s, %d cores, on the fleet `make demo` left running "
-               "(tools/chaos.py)." % (time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count() or 0), ""] + rows
+    for line in rows:
+        kept[line.strip().strip("|").split("|")[0].strip()] = line
+    section = [SECTION, "", "Measured by `make chaos` (tools/chaos.py) on %d cores, on the fleet `make demo` left "
+               "running; `make chaos FAULTS=...` measures some again and keeps the other rows." % (os.cpu_count() or 0),
+               ""] + HEADER + [kept[fault] for fault in FAULTS if fault in kept]
     with open(path + ".tmp", "w") as handle:
         handle.write(text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(section) + "\n")
     os.replace(path + ".tmp", path)
@@ -251,6 +324,103 @@ def fault_host_restart(key, limit, problems):
                                                              for a, b in BOOT_ORDER)))
 
 
+def playbook(name, *args):
+    """ansible-playbook ARGS from the repository (as make demo runs it); its output goes to
+    build/chaos/NAME.log. Returns (rc, seconds)."""
+    os.makedirs(LOGS, exist_ok=True)
+    start = time.monotonic()
+    with open(os.path.join(LOGS, name + ".log"), "w") as log:
+        proc = subprocess.run(["ansible-playbook"] + list(args), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
+    return proc.returncode, time.monotonic() - start
+
+
+def controller_key(inventory, host, model):
+    """The API key vllm_service copied to the controller for HOST's MODEL (~/.sparkfleet/<inventory>/)."""
+    with open(os.path.expanduser("~/.sparkfleet/%s/%s-%s.key" % (os.path.basename(inventory), host, model))) as handle:
+        return handle.read().strip()
+
+
+def rolled_inventory(workdir):
+    """A copy of inventories/sim-independent (same directory name, so the same controller key
+    directory) whose spark-2 model carries the roll's changed setting."""
+    copy = os.path.join(workdir, os.path.basename(INDEPENDENT))
+    shutil.copytree(INDEPENDENT, copy)  # links resolved: the copy stands alone
+    path = os.path.join(copy, "host_vars", FOLLOWER + ".yml")
+    with open(path) as handle:
+        host_vars = yaml.safe_load(handle)
+    host_vars["sparkfleet_models"][0][ROLL_SETTING[0]] = ROLL_SETTING[1]
+    with open(path, "w") as handle:
+        yaml.safe_dump(host_vars, handle, explicit_start=True, sort_keys=False)
+    return copy
+
+
+def fault_rolling_update(problems):
+    """Roll spark-2 of a fleet of independent hosts while spark-1 serves a bounded load."""
+    units = dict((host, "sparkfleet-vllm-%s.service" % model) for host, model in INDEPENDENT_MODELS.items())
+    rc, seconds = playbook("independent-converge", "site.yml", "-i", INDEPENDENT)
+    if rc != 0:
+        problems.append("rolling-update: site.yml on inventories/sim-independent failed (rc %d, build/chaos/"
+                        "independent-converge.log)" % rc)
+        return None, "the independent layout did not converge"
+    print("chaos: fleet switched to inventories/sim-independent in %.0f s" % seconds, file=sys.stderr, flush=True)
+    key = controller_key(INDEPENDENT, HEAD, INDEPENDENT_MODELS[HEAD])
+    before = dict((host, show(host, unit, "MainPID", "NRestarts")) for host, unit in units.items())
+    sh(HEAD, "rm -f %s" % LOAD_STOP, check=True)
+    load = subprocess.Popen(["docker", "exec", "-i", "-e", "SPARKFLEET_KEY", HEAD, "python3", "-",
+                             INDEPENDENT_MODELS[HEAD], LOAD_STOP, str(LOAD_PAUSE_S)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, SPARKFLEET_KEY=key))
+    load.stdin.write(LOAD)
+    load.stdin.close()
+    time.sleep(10)  # a few requests answered before the roll starts
+    workdir = tempfile.mkdtemp(prefix="sparkfleet-chaos-")
+    try:
+        roll_start = time.time()
+        rc, roll_s = playbook("rolling-update", "playbooks/rolling_update.yml", "-i", rolled_inventory(workdir),
+                              "--limit", FOLLOWER)
+        roll_end = time.time()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    time.sleep(10)
+    sh(HEAD, "touch %s" % LOAD_STOP, check=True)
+    out, err = load.stdout.read(), load.stderr.read()  # the load prints once, at its end
+    load.wait(timeout=300)
+    try:
+        seen = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        seen = {"ok": 0, "failed": -1, "errors": [err.strip()[-300:]], "first_start": None, "last_end": None}
+    after = dict((host, show(host, unit, "MainPID", "NRestarts", "ExecStart")) for host, unit in units.items())
+    if rc != 0:
+        problems.append("rolling-update: rolling_update.yml --limit %s failed (rc %d, build/chaos/rolling-update.log)"
+                        % (FOLLOWER, rc))
+    if seen["failed"] != 0 or seen["ok"] < 3:
+        problems.append("rolling-update: load on %s: %s ok, %s failed: %s" % (HEAD, seen["ok"], seen["failed"],
+                                                                              seen["errors"]))
+    if not (seen["first_start"] and seen["first_start"] < roll_start and (seen["last_end"] or 0) > roll_end):
+        problems.append("rolling-update: the load did not span the roll (%s .. %s vs %.0f .. %.0f)"
+                        % (seen["first_start"], seen["last_end"], roll_start, roll_end))
+    if (after[HEAD]["MainPID"], after[HEAD]["NRestarts"]) != (before[HEAD]["MainPID"], before[HEAD]["NRestarts"]):
+        problems.append("rolling-update: %s on %s was restarted by the roll of %s (%s -> %s)"
+                        % (units[HEAD], HEAD, FOLLOWER, before[HEAD], after[HEAD]))
+    if after[FOLLOWER]["MainPID"] in ("0", before[FOLLOWER]["MainPID"]) or ROLL_SETTING[2] not in after[FOLLOWER]["ExecStart"]:
+        problems.append("rolling-update: %s on %s was not restarted with %s (MainPID %s -> %s)"
+                        % (units[FOLLOWER], FOLLOWER, ROLL_SETTING[2], before[FOLLOWER]["MainPID"],
+                           after[FOLLOWER]["MainPID"]))
+    detail = ("inventories/sim-independent; rolling_update.yml --limit %s (%s of %s: %s) while %s's %s took one "
+              "request at a time over loopback (%.0f s apart): %d answered, %d failed, slowest %.1f s; %s's vLLM kept MainPID %s "
+              "with no restart, %s's restarted (MainPID %s -> %s)"
+              % (FOLLOWER, ROLL_SETTING[0], INDEPENDENT_MODELS[FOLLOWER], ROLL_SETTING[1], HEAD,
+                 INDEPENDENT_MODELS[HEAD], LOAD_PAUSE_S, seen["ok"], seen["failed"], seen.get("slowest_s", 0.0), HEAD,
+                 after[HEAD]["MainPID"], FOLLOWER, before[FOLLOWER]["MainPID"], after[FOLLOWER]["MainPID"]))
+    rc_back, back_s = playbook("demo-restore", "site.yml", "-i", DEMO_INVENTORY)
+    if rc_back != 0:
+        problems.append("rolling-update: putting back inventories/sim failed (rc %d, build/chaos/demo-restore.log)"
+                        % rc_back)
+    else:
+        detail += "; then inventories/sim put back in %.0f s" % back_s
+    return (roll_s if rc == 0 else None), detail
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
@@ -269,8 +439,9 @@ def main(argv=None):
         raise SystemExit("chaos: the fleet does not serve %s before any fault: run make demo first" % MODEL)
 
     problems = []
-    rows = ["| fault | time to recovery | what was checked |", "|---|---|---|"]
-    print("\n".join(rows))
+    rows = []
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    print("\n".join(HEADER))
     for fault in faults:
         clear_counters()
         if fault == "head-kill":
@@ -281,11 +452,14 @@ def main(argv=None):
             seconds, what = fault_ray_head(key, args.limit)
         elif fault == "crash-loop":
             seconds, what = fault_crash_loop(key, args.limit, problems)
-        else:
+        elif fault == "host-restart":
             seconds, what = fault_host_restart(key, args.limit, problems)
+        else:
+            seconds, what = fault_rolling_update(problems)
         if seconds is None:
             problems.append("%s: not recovered within %.0f s" % (fault, args.limit))
-        rows.append("| %s | %s | %s |" % (fault, "not recovered" if seconds is None else "%.0f s" % seconds, what))
+        rows.append("| %s | %s | %s | %s |" % (fault, "not recovered" if seconds is None else "%.0f s" % seconds,
+                                                today, what))
         print(rows[-1], flush=True)
     record(rows, args.results)
     for problem in problems:

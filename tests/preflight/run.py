@@ -22,7 +22,7 @@ import yaml
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(TOP, "tests", "preflight")
-EXAMPLES = ["two-spark", "dual-independent", "three-spark", "single-spark", "sim"]
+EXAMPLES = ["two-spark", "dual-independent", "three-spark", "single-spark", "sim", "sim-independent"]
 sys.path.insert(0, os.path.join(TOP, "tools"))
 
 import runner_events  # noqa: E402

@@ -14,12 +14,25 @@ import chaos  # noqa: E402
 def test_record_replaces_its_own_section_and_keeps_the_bench_figures(tmp_path):
     results = tmp_path / "results.md"
     results.write_text("# site.yml on the simulated two-Spark fleet\n\n| run | wall time |\n|---|---|\n| no-op-rerun | 97.7 s |\n")
-    chaos.record(["| fault | time to recovery | what was checked |", "|---|---|---|", "| head-kill | 56 s | x |"], str(results))
-    chaos.record(["| fault | time to recovery | what was checked |", "|---|---|---|", "| head-kill | 50 s | y |"], str(results))
+    chaos.record(["| head-kill | 56 s | 2026-11-22 | x |"], str(results))
+    chaos.record(["| head-kill | 50 s | 2026-11-23 | y |"], str(results))
     text = results.read_text()
     assert "| no-op-rerun | 97.7 s |" in text
     assert text.count(chaos.SECTION) == 1
-    assert "| head-kill | 50 s | y |" in text and "56 s" not in text
+    assert "| head-kill | 50 s | 2026-11-23 | y |" in text and "56 s" not in text
+
+
+def test_record_keeps_the_rows_of_faults_not_run_again_in_fault_order(tmp_path):
+    results = tmp_path / "results.md"
+    # A section written before the table had its date column: its rows take the section's date.
+    results.write_text(chaos.SECTION + "\n\nMeasured by `make chaos` on 2026-11-20, 2 cores.\n\n"
+                       "| fault | time to recovery | what was checked |\n|---|---|---|\n"
+                       "| host-restart | 61 s | docker restart |\n| head-kill | 54 s | SIGKILL |\n")
+    chaos.record(["| rolling-update | 180 s | 2026-11-23 | 0 failed |", "| head-kill | 40 s | 2026-11-23 | again |"],
+                 str(results))
+    rows = [line for line in results.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows == [chaos.HEADER[0], "| head-kill | 40 s | 2026-11-23 | again |",
+                    "| host-restart | 61 s | 2026-11-20 | docker restart |", "| rolling-update | 180 s | 2026-11-23 | 0 failed |"]
 
 
 def test_an_unknown_fault_is_refused_before_anything_happens():
@@ -27,3 +40,33 @@ def test_an_unknown_fault_is_refused_before_anything_happens():
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown fault(s) meteor" in proc.stderr
 
+
+
+def _models(inventory, host):
+    import yaml
+    with open(os.path.join(inventory, "host_vars", host + ".yml")) as handle:
+        return yaml.safe_load(handle)["sparkfleet_models"]
+
+
+def test_the_independent_layout_is_what_the_rolling_update_fault_expects():
+    # One model per host, none spanning hosts (no nodes), the names chaos waits on.
+    for host, model in chaos.INDEPENDENT_MODELS.items():
+        entries = _models(chaos.INDEPENDENT, host)
+        assert [e["name"] for e in entries] == [model]
+        assert "nodes" not in entries[0] and entries[0]["port"] == 8000
+        assert entries[0][chaos.ROLL_SETTING[0]] != chaos.ROLL_SETTING[1]
+
+
+def test_the_rolled_inventory_changes_the_follower_setting_alone(tmp_path):
+    copy = chaos.rolled_inventory(str(tmp_path))
+    # Same directory name: vllm_service keeps the controller keys under ~/.sparkfleet/<name>/.
+    assert os.path.basename(copy) == os.path.basename(chaos.INDEPENDENT)
+    rolled = _models(copy, chaos.FOLLOWER)[0]
+    original = _models(chaos.INDEPENDENT, chaos.FOLLOWER)[0]
+    assert rolled[chaos.ROLL_SETTING[0]] == chaos.ROLL_SETTING[1]
+    assert {k: v for k, v in rolled.items() if k != chaos.ROLL_SETTING[0]} == \
+        {k: v for k, v in original.items() if k != chaos.ROLL_SETTING[0]}
+    assert _models(copy, chaos.HEAD) == _models(chaos.INDEPENDENT, chaos.HEAD)
+    # The copy stands alone: the shared group_vars are files, not links back into the repository.
+    linked = os.path.join(copy, "group_vars", "all", "vllm_cpu.yml")
+    assert os.path.isfile(linked) and not os.path.islink(linked)
