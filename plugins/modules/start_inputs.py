@@ -21,13 +21,13 @@ author: sparkfleet.gb10 developers
 options:
   paths:
     description: The files the unit loads at start; empty strings are skipped.
+    required: true
     type: list
     elements: str
-    required: true
 attributes:
   check_mode:
-    support: full
     description: Reads only; the same answer as a real run.
+    support: full
   diff_mode:
     support: none
   idempotent:
