@@ -54,10 +54,13 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan 
 
 
 def _address_of(hostvars, fallback=None):
+    """A node's fabric address as the plan reads it, templating only the two variables it is read from."""
     def address_of(host):
         if hostvars is None or host not in hostvars:
             return fallback
-        return fp.fleet_address_of({host: fp.plan_inputs(hostvars[host])})(host) or fallback
+        node_vars = hostvars[host]
+        found = dict((name, node_vars[name]) for name in fp.ADDRESS_INPUTS if name in node_vars)
+        return fp.fleet_address_of({host: found})(host) or fallback
     return address_of
 
 

@@ -220,14 +220,19 @@ def ray_clusters(fleet, roles_dir=ROLES_DIR):
 
 # ------------------------------------------------------------------ the whole fleet
 
+# Where a node's fabric address is read from, the first one set wins.
+ADDRESS_INPUTS = ("vllm_service_node_ip", "sparkfleet_fabric_address")
+
+
 def fleet_address_of(fleet):
     """A node's fabric address as the roles read it: ``vllm_service_node_ip`` where the inventory sets
     it, else ``sparkfleet_fabric_address``."""
     def address_of(host):
         host_vars = fleet.get(host) or {}
-        if "vllm_service_node_ip" in host_vars:
-            return host_vars["vllm_service_node_ip"]
-        return host_vars.get("sparkfleet_fabric_address")
+        for name in ADDRESS_INPUTS:
+            if name in host_vars:
+                return host_vars[name]
+        return None
     return address_of
 
 
