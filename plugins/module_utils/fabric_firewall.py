@@ -16,40 +16,24 @@ unit tested directly.
 from __future__ import annotations
 
 import hashlib
-import os
 
 try:
     import netaddr
 except ImportError:  # reported when used
     netaddr = None
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
-
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import (  # noqa: F401 (the firewall's API)
+    RAY_ROLE_BY_GROUP, ROLES_DIR, load_role_default)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC, MODEL_ENTRY_SPEC
 
 TABLE = "sparkfleet"
 FAMILY = "inet"
 COMMENT_PREFIX = "sparkfleet.gb10 fabric_firewall "
-ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
-
-# Which Ray role a host runs, by inventory group (as preflight reads it).
-RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
 class FirewallError(ValueError):
     """A value the firewall cannot use; the message names the variable, the value and the fix."""
-
-
-def load_role_default(role, name, roles_dir=ROLES_DIR):
-    """One variable of a role's defaults/main.yml, as plain data (None when absent)."""
-    path = os.path.join(roles_dir, role, "defaults", "main.yml")
-    if not os.path.isfile(path):
-        return None
-    with open(path) as handle:
-        return (yaml.safe_load(handle) or {}).get(name)
 
 
 def parse_ports(value, variable):
@@ -88,22 +72,13 @@ def parse_network(value, variable):
         raise FirewallError("%s=%r: not a network in CIDR form (a.b.c.d/nn or x::/nn)" % (variable, value))
 
 
-def _ray_role(groups):
-    for group, role in RAY_ROLE_BY_GROUP:
-        if group in (groups or []):
-            return role
-    return None
-
-
 def model_nodes(model, host):
-    """The hosts of a model entry (``nodes``; none: this host alone). A ``nodes`` that is not a list
-    is a FirewallError: preflight's entry check names it, and the plan cannot be made from it."""
-    nodes = model.get("nodes")
-    if nodes is None or (isinstance(nodes, list) and not nodes):
-        return [host]
-    if not isinstance(nodes, list):
-        raise FirewallError("nodes=%r: must be a list of inventory hosts" % (nodes,))
-    return nodes
+    """The hosts of a model entry (the fleet plan's); a ``nodes`` that is not a list is a FirewallError:
+    preflight's entry check names it, and the plan cannot be made from it."""
+    try:
+        return fleet_plan.model_nodes(model, host)
+    except fleet_plan.PlanError as exc:
+        raise FirewallError(str(exc))
 
 
 def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None, rsync_port=None,
@@ -114,7 +89,7 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
     ``rsync_port`` None: model_store's default. Returns ``[(low, high, why), ...]`` sorted.
     """
     found = []
-    role = _ray_role(groups)
+    role = fleet_plan.ray_role(groups)
     if role:
         ports = dict(load_role_default(role, role + "_ports", roles_dir) or {})
         own = (ray_ports or {}).get(role)

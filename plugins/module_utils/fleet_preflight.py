@@ -24,9 +24,9 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    MAXIMUM, MINIMUM, PLACEMENT_KEYS, SECRET_SHOWN, api_key_optout)
+    MAXIMUM, MINIMUM, SECRET_SHOWN, api_key_optout)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 
 
@@ -155,19 +155,11 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
 
 
 
-def _models_var(host_vars):
-    """The variable the host's models are read from: vllm_service serves vllm_service_models, which
-    defaults to sparkfleet_models; an inventory may set it directly."""
-    return "vllm_service_models" if "vllm_service_models" in host_vars else "sparkfleet_models"
-
-
-def _models(host_vars):
-    models = host_vars.get(_models_var(host_vars)) or []
-    return models if isinstance(models, list) else []
-
-
-def _entry(model):
-    return dict((k, v) for k, v in model.items() if k not in PLACEMENT_KEYS)
+# The fleet plan reads the models, Ray roles and clusters; preflight checks what it reads.
+_models_var = fleet_plan.models_var
+_models = fleet_plan.host_models
+_entry = fleet_plan.strip_placement
+_cluster_of = fleet_plan.cluster_name
 
 
 def _var(host_vars, index, model, key=None):
@@ -238,10 +230,6 @@ def check_fabric(fleet, subnet_default=None):
     return findings
 
 
-def _cluster_of(host_vars):
-    return host_vars.get("sparkfleet_cluster") or "default"
-
-
 # A problem of the cluster layout handed to the entry check, by the placement key that causes it.
 _CLUSTER_KEY_TO_ENTRY = {"executor": "executor", "master_port": "master_port", "nnodes": "nodes", "node_rank": "nodes"}
 
@@ -282,7 +270,7 @@ def _check_members(fleet, host, index, model, nodes, seen):
     name = model.get("name")
     head_vars = fleet[nodes[0]]
     head_subnet = head_vars.get("sparkfleet_fabric_subnet")
-    executor = model.get("executor") or head_vars.get("sparkfleet_executor") or "mp"
+    executor = fleet_plan.executor_of(model, head_vars.get("sparkfleet_executor"))
     for member in nodes:
         member_vars = fleet[member]
         if member != host:
@@ -325,6 +313,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
     """
     findings = []
     seen = set()
+    address_of = fleet_plan.fleet_address_of(fleet)
     for host in sorted(fleet):
         host_vars = fleet[host]
         gb10 = (host_vars.get("ansible_facts") or {}).get("gb10") or {}
@@ -350,7 +339,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
                 continue
             if len(nodes) > 1:
                 findings.extend(_check_members(fleet, host, index, model, nodes, seen))
-            port = model.get("port", 8000)
+            port = model.get("port", fleet_plan.DEFAULT_PORT)
             # Only the first node serves the API; followers run headless (mp) or only ray start (ray).
             if nodes[0] == host and not isinstance(port, (dict, list)) and port in ports:
                 findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
@@ -358,14 +347,12 @@ def check_models(fleet, entry_check, memory_split, utilization):
                                         "give each model on a host its own port"))
             if nodes[0] == host and not isinstance(port, (dict, list)):
                 ports.setdefault(port, name)
-            rank = nodes.index(host)
-            executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
-            cluster = {"executor": executor, "nnodes": len(nodes), "node_rank": rank}
-            if "master_port" in model:
-                cluster["master_port"] = model["master_port"]
+            # The layout the roles will render (fleet_plan), checked as vllm_service's vllm_args checks it.
+            lay = fleet_plan.layout(model, host, host_vars.get("sparkfleet_executor"), address_of)
+            cluster = fleet_plan.cluster_args(lay)
             if len(nodes) > 1:
-                cluster["master_addr"] = fleet[nodes[0]].get("sparkfleet_fabric_address") or "0.0.0.0"
-            if executor == "ray" and rank > 0:
+                cluster["master_addr"] = lay["master_addr"] or "0.0.0.0"  # a missing one is check_fabric's
+            if lay["executor"] == "ray" and lay["rank"] > 0:
                 # Ray followers only run `ray start`; the head's vllm serve is checked on the head.
                 cluster["node_rank"] = 0
             _argv, problems, cluster_problems = entry_check(_entry(model), gb10, cluster)
@@ -522,12 +509,7 @@ def load_role_defaults(roles_dir, role):
 
 
 def _ray_role(host_vars):
-    groups = host_vars.get("group_names") or []
-    if "ray_head" in groups:
-        return "ray_head"
-    if "ray_workers" in groups:
-        return "ray_worker"
-    return None
+    return fleet_plan.ray_role(host_vars.get("group_names"))
 
 
 def _port_number(value):
@@ -591,8 +573,7 @@ def check_cluster_layout(fleet, ray_defaults=None):
             continue  # check_variable_types names it
         if role is None and not host_vars.get("sparkfleet_ray_head_host"):
             continue
-        name = host_vars.get("sparkfleet_cluster") or "default"
-        clusters.setdefault(name, []).append(host)
+        clusters.setdefault(_cluster_of(host_vars), []).append(host)
         head = host_vars.get("sparkfleet_ray_head_host")
         if role and head is not None and head not in fleet:
             findings.append(Finding(host, "sparkfleet_ray_head_host", head, "names a host that is not in this inventory",
@@ -653,15 +634,15 @@ def check_cluster_layout(fleet, ray_defaults=None):
             nodes = model.get("nodes") or [host]
             if not isinstance(nodes, list) or not nodes or nodes[0] != host:
                 continue
-            port = model.get("port", 8000)
+            port = model.get("port", fleet_plan.DEFAULT_PORT)
             if isinstance(port, (dict, list)):
                 continue  # its type is the entry check's finding
             # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
             if not str(used.get(port, "")).endswith("(port)"):
                 take(port, "model %s (port)" % model.get("name"), _var(host_vars, index, model, "port"))
-            executor = model.get("executor") or host_vars.get("sparkfleet_executor") or "mp"
+            executor = fleet_plan.executor_of(model, host_vars.get("sparkfleet_executor"))
             if len(nodes) > 1 and executor == "mp":
-                take(model.get("master_port", 29501), "model %s (master_port)" % model.get("name"),
+                take(model.get("master_port", fleet_plan.DEFAULT_MASTER_PORT), "model %s (master_port)" % model.get("name"),
                      _var(host_vars, index, model, "master_port"))
             if worker_range:
                 for key in ("port", "master_port"):
@@ -753,7 +734,7 @@ def optout_warnings(fleet):
             if reason and nodes[0] == host:
                 lines.append("%s: %s: api_key: none, the OpenAI API on port %s answers ANYONE who reaches it, "
                              "without a key (reason given: %s)" % (host, _var(host_vars, index, model),
-                                                                  model.get("port", 8000), reason))
+                                                                  model.get("port", fleet_plan.DEFAULT_PORT), reason))
     return lines
 
 
@@ -776,4 +757,18 @@ def check_fleet(fleet, role_specs, checks=None):
         findings.extend(check_environment(fleet))
         findings.extend(check_firewall(fleet))
         findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
+        if not findings:
+            findings.extend(check_plan(fleet))
     return findings
+
+
+def check_plan(fleet, roles_dir=None):
+    """The fleet plan of an inventory the checks accept must be buildable: what preflight accepts is
+    what the roles will do (they read the same plan). A PlanError here is a gap in the checks."""
+    try:
+        fleet_plan.build(fleet, **({"roles_dir": roles_dir} if roles_dir else {}))
+    except fleet_plan.PlanError as exc:
+        return [Finding("fleet", "fleet plan", None, str(exc),
+                        "fix the layout named; preflight's other checks should have named it too "
+                        "(report it as a bug of sparkfleet.gb10)")]
+    return []

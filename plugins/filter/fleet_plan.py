@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: fleet_plan
+author: sparkfleet.gb10 developers
+short_description: The fleet plan - clusters, heads, ranks, services, Ray head and GCS port
+version_added: "0.1.0"
+description:
+  - The plan of the whole fleet from each host's variables (C(sparkfleet_models) or C(vllm_service_models),
+    C(group_names), C(sparkfleet_cluster), C(sparkfleet_executor), C(sparkfleet_fabric_address),
+    C(vllm_service_node_ip), C(ray_head_ports), C(ray_worker_ports)); the computation lives in
+    C(plugins/module_utils/fleet_plan.py), which preflight checks the inventory with.
+  - Fails naming the host and the model for an inventory that cannot be planned (preflight names it first, with the fix).
+  - C(sparkfleet.gb10.fleet_services) gives one host's services only, from its model entries (also for a role used
+    alone), and C(sparkfleet.gb10.ray_gcs_port) the GCS port of a Ray head.
+options:
+  _input:
+    description: C(hostvars).
+    type: dict
+    required: true
+  hosts:
+    description: The hosts of the fleet (e.g. C(ansible_play_hosts_all) or C(groups['sparks'])).
+    type: list
+    elements: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Plan the fleet once
+  ansible.builtin.set_fact:
+    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all) }}"
+  run_once: true
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(hosts) (per host C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
+      model's C(name), C(nodes), C(head), C(executor), C(master_addr), C(master_port), C(port)) and C(ray) (per
+      cluster C(members), C(head), C(workers), C(gcs_port), C(address)).
+    - A service is C(name), C(unit), C(port), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
+      C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster) (the C(vllm_args) cluster), C(entry) (without
+      placement keys) and C(model) (the entry as written).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
+
+
+def _address_of(hostvars, fallback=None):
+    """A node's fabric address as the plan reads it, templating only the two variables it is read from."""
+    def address_of(host):
+        if hostvars is None or host not in hostvars:
+            return fallback
+        node_vars = hostvars[host]
+        found = dict((name, node_vars[name]) for name in fp.ADDRESS_INPUTS if name in node_vars)
+        return fp.fleet_address_of({host: found})(host) or fallback
+    return address_of
+
+
+def fleet_plan(hostvars, hosts):
+    try:
+        return fp.build(dict((host, fp.plan_inputs(hostvars[host])) for host in hosts))
+    except (fp.PlanError, KeyError) as exc:
+        raise AnsibleFilterError("fleet_plan: %s (run playbooks/preflight.yml: it names the fix)" % exc)
+
+
+def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=fp.DEFAULT_UNIT_PREFIX, vllm_bin=None,
+                   address=None):
+    """The services of ``host`` from its model entries; a multi-node model's master address is its first
+    node's (``hostvars``), else ``address``."""
+    if not isinstance(models, list):
+        raise AnsibleFilterError("fleet_services: %s: the model entries must be a list, got %r" % (host, models))
+    try:
+        return fp.services(host, models, executor, _address_of(hostvars, address), unit_prefix, vllm_bin)
+    except fp.PlanError as exc:
+        raise AnsibleFilterError("fleet_services: %s" % exc)
+
+
+def ray_gcs_port(head, hostvars=None):
+    """The GCS port of the Ray head ``head`` (its ``ray_head_ports.gcs``, else the ray_head role's default)."""
+    head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}
+    port = fp.gcs_port(head_vars)
+    if port is None:
+        raise AnsibleFilterError("ray_gcs_port: %s: ray_head_ports has no gcs port" % head)
+    return port
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port}

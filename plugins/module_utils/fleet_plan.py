@@ -1,0 +1,298 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The fleet plan: which hosts serve which model, with whom, on which ports.
+
+One computation from the inventory's fleet variables (each host's model entries,
+fabric address, Ray group and cluster, executor, Ray ports) to what every stage
+does with them:
+
+- each multi-node model: its nodes, head (the first node), executor, master address
+  and rendezvous port, API port;
+- each host's services: model name, unit name, API port, rank, role (head or
+  follower) and the cluster layout ``vllm_args`` renders (``--nnodes``, ...);
+- each Ray cluster: head, members, GCS port and address.
+
+Preflight (``fleet_preflight``) checks the inventory with these functions and
+builds the plan of a fleet it accepts; the ``sparkfleet.gb10.fleet_plan``,
+``fleet_services`` and ``ray_gcs_port`` filters put the same functions in front of
+the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, the Ray roles).
+No port number is written here: the model entry's come from its schema
+(``model_entry``), Ray's from the ``ray_head`` role's defaults (``ray_head_ports``),
+which an inventory may override on the head.
+
+Pure Python, unit tested on every example inventory (``tests/unit/plugins/module_utils/test_fleet_plan.py``).
+"""
+
+from __future__ import annotations
+
+import os
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
+
+ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
+
+DEFAULT_PORT = MODEL_ENTRY_SPEC["port"]["default"]
+DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
+DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
+DEFAULT_CLUSTER = "default"
+DEFAULT_UNIT_PREFIX = "sparkfleet-vllm-"
+RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
+
+
+class PlanError(ValueError):
+    """The inventory cannot be planned (preflight names the mistake with its fix)."""
+
+
+def load_role_default(role, name, roles_dir=ROLES_DIR):
+    """One variable of a role's ``defaults/main.yml`` (None when absent)."""
+    path = os.path.join(roles_dir, role, "defaults", "main.yml")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return (yaml.safe_load(handle) or {}).get(name)
+
+
+# ------------------------------------------------------------------ one host's view
+
+def models_var(host_vars):
+    """The variable a host's models are read from: vllm_service serves vllm_service_models, which
+    defaults to sparkfleet_models; an inventory may set it directly."""
+    return "vllm_service_models" if "vllm_service_models" in host_vars else "sparkfleet_models"
+
+
+def host_models(host_vars):
+    """The host's model entries (a list; anything else is preflight's finding)."""
+    models = host_vars.get(models_var(host_vars)) or []
+    return models if isinstance(models, list) else []
+
+
+def ray_role(groups):
+    """``ray_head``, ``ray_worker`` or None, from the host's groups."""
+    for group, role in RAY_ROLE_BY_GROUP:
+        if group in (groups or []):
+            return role
+    return None
+
+
+def cluster_name(host_vars):
+    """The Ray cluster a host belongs to (``sparkfleet_cluster``, else one cluster for the fleet)."""
+    return host_vars.get("sparkfleet_cluster") or DEFAULT_CLUSTER
+
+
+def model_nodes(model, host):
+    """The hosts of a model entry (``nodes``; none: this host alone). A ``nodes`` that is not a list
+    is a PlanError: preflight's entry check names it."""
+    nodes = model.get("nodes")
+    if nodes is None or (isinstance(nodes, list) and not nodes):
+        return [host]
+    if not isinstance(nodes, list):
+        raise PlanError("nodes=%r: must be a list of inventory hosts" % (nodes,))
+    return nodes
+
+
+def executor_of(model, executor=None):
+    """The entry's executor, else the host's (``sparkfleet_executor``), else the schema's default."""
+    return model.get("executor") or executor or DEFAULT_EXECUTOR
+
+
+def strip_placement(model, extra=()):
+    """The entry without its placement keys (what ``vllm_args`` checks and renders)."""
+    return dict((k, v) for k, v in model.items() if k not in PLACEMENT_KEYS and k not in extra)
+
+
+def layout(model, host, executor=None, address_of=None):
+    """The cluster layout of one entry on ``host``: ``{nodes, head, rank, executor, nnodes, master_port,
+    master_addr, role}``. ``address_of(host)`` gives a node's fabric address (the master address of a
+    multi-node model is its first node's). PlanError when ``host`` is not one of the entry's nodes."""
+    nodes = model_nodes(model, host)
+    if host not in nodes:
+        raise PlanError("%s: model %s: this host is not one of its nodes %s" % (host, model.get("name"), nodes))
+    rank = nodes.index(host)
+    return {
+        "nodes": list(nodes),
+        "head": nodes[0],
+        "rank": rank,
+        "role": "head" if rank == 0 else "follower",
+        "executor": executor_of(model, executor),
+        "nnodes": len(nodes),
+        "master_port": model.get("master_port", DEFAULT_MASTER_PORT),
+        "master_addr": (address_of(nodes[0]) if address_of else None) if len(nodes) > 1 else None,
+    }
+
+
+def cluster_args(lay, vllm_bin=None):
+    """The ``cluster`` argument of ``vllm_args`` for a layout."""
+    cluster = {"executor": lay["executor"], "nnodes": lay["nnodes"], "node_rank": lay["rank"],
+               "master_port": lay["master_port"]}
+    if vllm_bin:
+        cluster["vllm_bin"] = vllm_bin
+    if lay["nnodes"] > 1:
+        cluster["master_addr"] = lay["master_addr"]
+    return cluster
+
+
+def runs_unit(lay):
+    """A host runs a vLLM unit for the entry unless it is a follower of the ray executor (those run
+    inside the Ray worker)."""
+    return lay["executor"] == "mp" or lay["rank"] == 0
+
+
+def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
+    """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
+    ``{name, unit, port, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
+    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written)."""
+    out = []
+    for model in models or []:
+        if not isinstance(model, dict):
+            raise PlanError("%s: a model entry must be a mapping, got %r" % (host, model))
+        if host not in model_nodes(model, host):
+            continue
+        lay = layout(model, host, executor, address_of)
+        if not runs_unit(lay):
+            continue
+        service = dict(lay)
+        service.update({
+            "name": model.get("name"),
+            "unit": "%s%s" % (unit_prefix, model.get("name")),
+            "port": model.get("port", DEFAULT_PORT),
+            "serves_api": lay["rank"] == 0,
+            "cluster": cluster_args(lay, vllm_bin),
+            "entry": strip_placement(model, ("source",)),
+            "model": model,
+        })
+        out.append(service)
+    return out
+
+
+# ------------------------------------------------------------------ Ray
+
+def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):
+    """The Ray port map of a host in ``role``: the inventory's ``<role>_ports`` (it replaces the
+    role's whole default), else the role's ``defaults/main.yml``."""
+    own = (host_vars or {}).get(role + "_ports")
+    if isinstance(own, dict):
+        return dict(own)
+    return dict(load_role_default(role, role + "_ports", roles_dir) or {})
+
+
+def gcs_port(head_vars=None, roles_dir=ROLES_DIR):
+    """The GCS port of a Ray cluster: ``ray_head_ports.gcs`` of its head (the inventory's map on the
+    head, else the ray_head role's default). Workers, the vLLM ray executor and verify all take it
+    from here."""
+    port = ray_ports("ray_head", head_vars, roles_dir).get("gcs")
+    if isinstance(port, str) and port.strip().isdigit():
+        port = int(port)
+    return port
+
+
+def ray_clusters(fleet, roles_dir=ROLES_DIR):
+    """``{cluster: {members, head, workers, gcs_port, address}}`` of the hosts in group ray_head or
+    ray_workers. The head is the cluster's host of group ray_head (None unless exactly one)."""
+    clusters = {}
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        role = ray_role(host_vars.get("group_names"))
+        if role is None:
+            continue
+        clusters.setdefault(cluster_name(host_vars), []).append((host, role))
+    out = {}
+    for name, members in sorted(clusters.items()):
+        heads = [h for h, role in members if role == "ray_head"]
+        head = heads[0] if len(heads) == 1 else None
+        port = gcs_port(fleet[head], roles_dir) if head else None
+        address = fleet[head].get("sparkfleet_fabric_address") if head else None
+        out[name] = {
+            "members": [h for h, _ in members],
+            "head": head,
+            "workers": [h for h, role in members if role == "ray_worker"],
+            "gcs_port": port,
+            "address": "%s:%s" % (address, port) if head and address else None,
+        }
+    return out
+
+
+# ------------------------------------------------------------------ the whole fleet
+
+# Where a node's fabric address is read from, the first one set wins.
+ADDRESS_INPUTS = ("vllm_service_node_ip", "sparkfleet_fabric_address")
+
+
+def fleet_address_of(fleet):
+    """A node's fabric address as the roles read it: ``vllm_service_node_ip`` where the inventory sets
+    it, else ``sparkfleet_fabric_address``."""
+    def address_of(host):
+        host_vars = fleet.get(host) or {}
+        for name in ADDRESS_INPUTS:
+            if name in host_vars:
+                return host_vars[name]
+        return None
+    return address_of
+
+
+def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
+    """The plan of ``{host: hostvars}``:
+
+    ``{"hosts": {host: {services, ray_role, ray_cluster, fabric_address}},
+       "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
+       "ray": {cluster: {members, head, workers, gcs_port, address}}}``.
+
+    Raises PlanError for an inventory that cannot be planned: an entry that is not a mapping, nodes
+    that are not inventory hosts, a multi-node model whose members do not all carry it, a Ray cluster
+    without exactly one head. Preflight reports those (and more) with their fixes first.
+    """
+    address_of = fleet_address_of(fleet)
+    plan = {"hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir)}
+    for name, ray in sorted(plan["ray"].items()):
+        if ray["head"] is None:
+            raise PlanError("Ray cluster '%s' (%s) needs exactly one host in group ray_head"
+                            % (name, ", ".join(ray["members"])))
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        executor = host_vars.get("sparkfleet_executor")
+        for model in host_models(host_vars):
+            if isinstance(model, dict):
+                unknown = [n for n in model_nodes(model, host) if n not in fleet]
+                if unknown:
+                    raise PlanError("%s: model %s: nodes %s are not in the inventory" % (
+                        host, model.get("name"), ", ".join(map(str, unknown))))
+        role = ray_role(host_vars.get("group_names"))
+        plan["hosts"][host] = {
+            "services": services(host, host_models(host_vars), executor, address_of, unit_prefix),
+            "ray_role": role,
+            "ray_cluster": cluster_name(host_vars) if role else None,
+            "fabric_address": host_vars.get("sparkfleet_fabric_address"),
+        }
+    for host in sorted(fleet):
+        for service in plan["hosts"][host]["services"]:
+            if service["rank"] != 0 or service["nnodes"] < 2:
+                continue
+            for member in service["nodes"][1:]:
+                if not any(m.get("name") == service["name"] for m in host_models(fleet[member])
+                           if isinstance(m, dict)):
+                    raise PlanError("model %s spans %s but %s does not carry it" % (
+                        service["name"], ", ".join(service["nodes"]), member))
+            if service["executor"] == "ray":
+                ray = plan["ray"].get(cluster_name(fleet[host]))
+                if not ray or not set(service["nodes"]) <= set(ray["members"]):
+                    raise PlanError("model %s uses the ray executor on %s, which are not one Ray cluster" % (
+                        service["name"], ", ".join(service["nodes"])))
+            plan["models"].append(dict((k, service[k]) for k in (
+                "name", "nodes", "head", "executor", "master_addr", "master_port", "port")))
+    return plan
+
+
+# The variables of a host the plan reads (a filter copies only these out of hostvars).
+PLAN_INPUTS = ("group_names", "sparkfleet_models", "vllm_service_models", "sparkfleet_cluster", "sparkfleet_executor",
+               "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports")
+
+
+def plan_inputs(host_vars):
+    """The plan's inputs out of one host's variables (a mapping such as Ansible's hostvars[host])."""
+    return dict((name, host_vars[name]) for name in PLAN_INPUTS if name in host_vars)

@@ -1,0 +1,212 @@
+# -*- coding: utf-8 -*-
+"""The fleet plan (plugins/module_utils/fleet_plan.py) of every example inventory, of the valid but
+unusual ones preflight runs (tests/preflight/valid) and of the broken ones (tests/preflight/cases),
+read through Ansible's own inventory and variable managers; and the filters in front of it."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import fleet_checks
+from ansible_collections.sparkfleet.gb10.plugins.filter import fleet_plan as plan_filter
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as pre
+
+from inventory_loader import load_fleet
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+NAMES = fp.PLAN_INPUTS + ("sparkfleet_ray_head_host", "sparkfleet_fabric_subnet")
+GCS_DEFAULT = fp.load_role_default("ray_head", "ray_head_ports")["gcs"]
+CHECKS = fleet_checks(os.path.join(TOP, "roles"))
+_LOADED = {}
+
+
+def fleet_of(source):
+    if source not in _LOADED:
+        _LOADED[source] = load_fleet(os.path.join(TOP, source), NAMES)
+    return _LOADED[source]
+
+
+def summary(plan):
+    """The plan in a few words: multi-node models, Ray clusters, each host's services."""
+    return {
+        "models": [(m["name"], m["nodes"], m["executor"], m["master_addr"], m["master_port"], m["port"])
+                   for m in plan["models"]],
+        "ray": dict((name, (ray["head"], ray["workers"], ray["gcs_port"], ray["address"]))
+                    for name, ray in plan["ray"].items()),
+        "services": dict((host, [(s["name"], s["unit"], s["port"], s["rank"], s["role"]) for s in view["services"]])
+                         for host, view in plan["hosts"].items()),
+    }
+
+
+# What each inventory's plan must be: written out here, not derived, so a change of the plan shows.
+EXPECTED = {
+    "inventories/two-spark": {
+        "models": [("qwen3-235b", ["spark-1", "spark-2"], "ray", "192.168.100.10", 29501, 8000)],
+        "ray": {"two-spark": ("spark-1", ["spark-2"], GCS_DEFAULT, "192.168.100.10:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("qwen3-235b", "sparkfleet-vllm-qwen3-235b", 8000, 0, "head")],
+                     "spark-2": []},  # a follower of the ray executor runs inside its Ray worker
+    },
+    "inventories/three-spark": {
+        "models": [("llama-405b", ["spark-1", "spark-2", "spark-3"], "ray", "192.168.100.10", 29501, 8000)],
+        "ray": {"three-spark": ("spark-1", ["spark-2", "spark-3"], GCS_DEFAULT, "192.168.100.10:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("llama-405b", "sparkfleet-vllm-llama-405b", 8000, 0, "head")],
+                     "spark-2": [], "spark-3": []},
+    },
+    "inventories/dual-independent": {
+        "models": [], "ray": {},
+        "services": {"spark-1": [("qwen36-35b", "sparkfleet-vllm-qwen36-35b", 8001, 0, "head")],
+                     "spark-2": [("gemma4-26b", "sparkfleet-vllm-gemma4-26b", 8001, 0, "head")]},
+    },
+    "inventories/single-spark": {
+        "models": [], "ray": {},
+        "services": {"spark-1": [("gpt-oss-120b", "sparkfleet-vllm-gpt-oss-120b", 8000, 0, "head")]},
+    },
+    "inventories/sim": {
+        "models": [("tiny-tp", ["spark-1", "spark-2"], "mp", "192.168.100.10", 29501, 8000)],
+        "ray": {"sim": ("spark-1", ["spark-2"], GCS_DEFAULT, "192.168.100.10:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("tiny-tp", "sparkfleet-vllm-tiny-tp", 8000, 0, "head")],
+                     "spark-2": [("tiny-tp", "sparkfleet-vllm-tiny-tp", 8000, 1, "follower")]},
+    },
+    "tests/preflight/valid/eight_mixed": {
+        "models": [("qwen35-122b", ["spark-1", "spark-2"], "mp", "192.168.100.11", 29501, 8000),
+                   ("llama-405b", ["spark-3", "spark-4", "spark-5", "spark-6"], "ray", "192.168.100.13", 29501, 8000)],
+        "ray": {"ray-pp4": ("spark-3", ["spark-4", "spark-5", "spark-6"], GCS_DEFAULT,
+                            "192.168.100.13:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("qwen35-122b", "sparkfleet-vllm-qwen35-122b", 8000, 0, "head")],
+                     "spark-2": [("qwen35-122b", "sparkfleet-vllm-qwen35-122b", 8000, 1, "follower"),
+                                 ("nemotron-9b", "sparkfleet-vllm-nemotron-9b", 8000, 0, "head")],
+                     "spark-3": [("llama-405b", "sparkfleet-vllm-llama-405b", 8000, 0, "head")],
+                     "spark-4": [], "spark-5": [], "spark-6": [],
+                     "spark-7": [("qwen3-30b", "sparkfleet-vllm-qwen3-30b", 8000, 0, "head")],
+                     "spark-8": [("gemma4-12b", "sparkfleet-vllm-gemma4-12b", 8000, 0, "head"),
+                                 ("nemotron-9b", "sparkfleet-vllm-nemotron-9b", 8001, 0, "head")]},
+    },
+    "tests/preflight/valid/host_vars_only": {
+        "models": [("gpt-oss-120b", ["spark-1", "spark-2"], "mp", "192.168.100.10", 29501, 8000)], "ray": {},
+        "services": {"spark-1": [("gpt-oss-120b", "sparkfleet-vllm-gpt-oss-120b", 8000, 0, "head")],
+                     "spark-2": [("gpt-oss-120b", "sparkfleet-vllm-gpt-oss-120b", 8000, 1, "follower")],
+                     "spark-3": [("gemma4-12b", "sparkfleet-vllm-gemma4-12b", 8000, 0, "head"),
+                                 ("nemotron-9b", "sparkfleet-vllm-nemotron-9b", 8001, 0, "head")],
+                     "spark-4": [("qwen3-8b", "sparkfleet-vllm-qwen3-8b", 8080, 0, "head")]},
+    },
+    "tests/preflight/valid/ini_inventory": {
+        "models": [("qwen35-122b", ["spark-1", "spark-2"], "mp", "192.168.100.10", 29501, 8000)], "ray": {},
+        "services": {"spark-1": [("qwen35-122b", "sparkfleet-vllm-qwen35-122b", 8000, 0, "head")],
+                     "spark-2": [("qwen35-122b", "sparkfleet-vllm-qwen35-122b", 8000, 1, "follower")],
+                     "spark-3": [("qwen3-30b", "sparkfleet-vllm-qwen3-30b", 8000, 0, "head")]},
+    },
+    # The inventory moves Ray's ports on the head (and a model onto the freed 6379): the GCS port of the
+    # cluster, which the workers join, moves with them.
+    "tests/preflight/valid/ray_ports_overridden": {
+        "models": [("llama-70b", ["spark-1", "spark-2"], "ray", "192.168.100.10", 29501, 8000)],
+        "ray": {"default": ("spark-1", ["spark-2"], 6400, "192.168.100.10:6400")},
+        "services": {"spark-1": [("qwen3-8b", "sparkfleet-vllm-qwen3-8b", 6379, 0, "head"),
+                                 ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
+                     "spark-2": []},
+    },
+}
+
+
+def test_every_inventory_has_its_expected_plan():
+    sources = sorted(os.path.relpath(p, TOP) for p in glob.glob(os.path.join(TOP, "inventories", "*"))
+                     + glob.glob(os.path.join(TOP, "tests", "preflight", "valid", "*")))
+    assert sorted(EXPECTED) == sources, "a new inventory needs its plan written into EXPECTED"
+
+
+@pytest.mark.parametrize("source", sorted(EXPECTED))
+def test_plan_of_each_valid_inventory(source):
+    fleet = fleet_of(source)
+    plan = fp.build(fleet)
+    assert summary(plan) == EXPECTED[source]
+    for host, view in plan["hosts"].items():
+        for service in view["services"]:
+            # The layout vllm_args renders: rank, node count and (multi-node) the first node's address.
+            assert service["cluster"]["node_rank"] == service["nodes"].index(host) == service["rank"]
+            assert service["cluster"]["nnodes"] == len(service["nodes"])
+            if service["nnodes"] > 1:
+                assert service["cluster"]["master_addr"] == fleet[service["head"]]["sparkfleet_fabric_address"]
+            assert not set(fp.PLACEMENT_KEYS + ("source",)) & set(service["entry"])
+    # What preflight accepts is what the roles do: its plan check finds nothing.
+    assert pre.check_plan(fleet) == []
+
+
+@pytest.mark.parametrize("source", sorted(EXPECTED))
+def test_filters_give_each_host_the_plan_s_services(source):
+    """fleet_services (what vllm_service, fleet_verify and fleet_health read) and ray_gcs_port (the Ray
+    worker, the ray executor, verify) agree with the whole plan."""
+    fleet = fleet_of(source)
+    plan = plan_filter.fleet_plan(fleet, sorted(fleet))
+    for host, host_vars in fleet.items():
+        got = plan_filter.fleet_services(fp.host_models(host_vars), host, fleet,
+                                         executor=host_vars.get("sparkfleet_executor"))
+        assert got == plan["hosts"][host]["services"]
+    for ray in plan["ray"].values():
+        assert plan_filter.ray_gcs_port(ray["head"], fleet) == ray["gcs_port"]
+
+
+# Broken inventories (tests/preflight/cases) whose layout cannot be planned, with the words of the
+# PlanError; preflight's own checks name each mistake first. The others can be planned (their mistakes
+# are of values, not of the layout).
+UNPLANNABLE = {
+    "many_mistakes_at_once": "spans spark-1, spark-2 but spark-2 does not carry it",
+    "member_missing_entry": "nodes spark-9 are not in the inventory",
+    "ray_heads_and_ports": "Ray cluster 'default' (spark-1, spark-2, spark-3) needs exactly one host in group ray_head",
+}
+CASES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(TOP, "tests", "preflight", "cases", "*")))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_plan_of_each_broken_inventory(case):
+    fleet = fleet_of(os.path.join("tests", "preflight", "cases", case))
+    if case not in UNPLANNABLE:
+        plan = fp.build(fleet)
+        assert sorted(plan["hosts"]) == sorted(fleet)
+        return
+    with pytest.raises(fp.PlanError, match=UNPLANNABLE[case].replace("(", r"\(").replace(")", r"\)")):
+        fp.build(fleet)
+    assert pre.check_plan(fleet), "check_plan must turn the PlanError into a finding"
+    # The layout checks of preflight name the mistake themselves, with its fix.
+    found = pre.check_cluster_layout(fleet, CHECKS["ray_defaults"]) + pre.check_models(
+        fleet, CHECKS["entry_check"], CHECKS["gpu_memory_utilization"], CHECKS["utilization"])
+    assert any(f.fix for f in found)
+
+
+def test_unit_prefix_executor_and_address_fallback():
+    models = [{"name": "m", "nodes": ["a", "b"], "port": 8100},
+              {"name": "r", "nodes": ["b", "a"], "executor": "ray"},
+              {"name": "solo"}]
+    got = fp.services("a", models, executor="mp", address_of=lambda h: None, unit_prefix="u-", vllm_bin="/v/bin/vllm")
+    assert [(s["name"], s["unit"], s["rank"], s["executor"]) for s in got] == [("m", "u-m", 0, "mp"),
+                                                                            ("solo", "u-solo", 0, "mp")]
+    assert got[0]["cluster"] == {"executor": "mp", "nnodes": 2, "node_rank": 0, "master_port": 29501,
+                                 "master_addr": None, "vllm_bin": "/v/bin/vllm"}
+    assert "master_addr" not in got[1]["cluster"]
+    # The filter falls back to this host's address when the first node's is not known.
+    got = plan_filter.fleet_services(models, "b", {"a": {}}, executor="mp", address="10.0.0.2")
+    assert [(s["name"], s["rank"], s["master_addr"]) for s in got] == [("m", 1, "10.0.0.2"), ("r", 0, "10.0.0.2"),
+                                                                    ("solo", 0, None)]
+    got = plan_filter.fleet_services(models, "b", {"a": {"sparkfleet_fabric_address": "10.0.0.1"}})
+    assert got[0]["master_addr"] == "10.0.0.1"
+
+
+@pytest.mark.parametrize("models, words", [
+    ([{"name": "m", "nodes": "a"}], "nodes='a': must be a list"),
+    (["just-a-name"], "a model entry must be a mapping"),
+    ({"name": "m"}, "the model entries must be a list"),
+])
+def test_services_of_entries_that_cannot_be_planned(models, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        plan_filter.fleet_services(models, "a")
+
+
+def test_the_gcs_port_has_one_home():
+    assert fp.gcs_port({}) == GCS_DEFAULT
+    assert fp.gcs_port({"ray_head_ports": dict(fp.ray_ports("ray_head"), gcs="7000")}) == 7000
+    assert plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001
+    with pytest.raises(AnsibleFilterError, match="no gcs port"):
+        plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"dashboard": 8265}}})
