@@ -72,6 +72,12 @@ EXPECTED = {
         "services": {"spark-1": [("tiny-tp", "sparkfleet-vllm-tiny-tp", 8000, 0, "head")],
                      "spark-2": [("tiny-tp", "sparkfleet-vllm-tiny-tp", 8000, 1, "follower")]},
     },
+    # The simulated fleet laid out as independent hosts (make chaos rolls one of them under load).
+    "inventories/sim-independent": {
+        "models": [], "ray": {},
+        "services": {"spark-1": [("tiny-a", "sparkfleet-vllm-tiny-a", 8000, 0, "head")],
+                     "spark-2": [("tiny-b", "sparkfleet-vllm-tiny-b", 8000, 0, "head")]},
+    },
     "tests/preflight/valid/eight_mixed": {
         "models": [("qwen35-122b", ["spark-1", "spark-2"], "mp", "192.168.100.11", 29501, 8000),
                    ("llama-405b", ["spark-3", "spark-4", "spark-5", "spark-6"], "ray", "192.168.100.13", 29501, 8000)],
