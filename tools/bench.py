@@ -51,6 +51,11 @@ def before_figure(label, path):
     return "-"
 
 
+def changed_total(stats):
+    """Changed tasks summed over the hosts of a run's stats; '?' for a run without stats."""
+    return sum(counts["changed"] for counts in runner_events.counts_per_host(stats).values()) if stats else "?"
+
+
 def row(label, seconds, changed, before):
     """The results.md row: min and median of the runs' wall times, changed tasks of each run."""
     return "| %s | %.1f s | %.1f s | %d | %s | %s |" % (
@@ -81,7 +86,7 @@ def main(argv=None):
         start = time.monotonic()
         run = runner_events.run_playbook(os.path.join(TOP, "site.yml"), args.inventory)
         seconds.append(time.monotonic() - start)
-        changed_counts.append(sum(c["changed"] for c in runner_events.counts_per_host(run.stats).values()) if run.stats else -1)
+        changed_counts.append(changed_total(run.stats))
         for host, counts in runner_events.counts_per_host(run.stats).items():
             print("bench: %s run %d %s: %.1f s ok=%d changed=%d failed=%d unreachable=%d"
                   % (args.label, number, host, seconds[-1], counts["ok"], counts["changed"], counts["failed"],

@@ -151,15 +151,18 @@ def test_a_passing_inventory_must_exit_zero_and_change_nothing(passing_run, fail
 import bench  # noqa: E402
 
 
-def test_bench_row_sums_changed_over_the_hosts_of_the_stats(passing_run):
-    assert bench.row("no-op-rerun", 132.06, passing_run.stats, 0) == "| no-op-rerun | 132.1 s | 0 | 0 |"
+def test_bench_changed_sums_over_the_hosts_of_the_stats(passing_run):
+    assert bench.changed_total(passing_run.stats) == 0
     events = copy.deepcopy(passing_run.events)
     stats_event(events)["event_data"]["changed"] = {"spark-1": 60, "spark-2": 42}
-    assert bench.row("first-converge", 279.44, runner_events.stats_of(events), 0) == "| first-converge | 279.4 s | 102 | 0 |"
+    assert bench.changed_total(runner_events.stats_of(events)) == 102
+    assert bench.row("first-converge", [279.44, 281.0, 300.2], [102, 102, 102], "-") == \
+        "| first-converge | 279.4 s | 281.0 s | 3 | 102, 102, 102 | - |"
 
 
-def test_bench_row_of_a_run_without_stats_says_so():
-    assert bench.row("first-converge", 3.0, {}, 1) == "| first-converge | 3.0 s | ? | 1 |"
+def test_bench_changed_of_a_run_without_stats_says_so():
+    assert bench.changed_total({}) == "?"
+
 
 
 def test_bench_names_the_changed_tasks(passing_run):
