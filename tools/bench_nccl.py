@@ -22,7 +22,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 import runner_events
 
@@ -50,14 +49,9 @@ def inventory(directory, hosts):
 
 
 def play(playbook, inv, name, extra=None, tags=None):
-    start = time.monotonic()
-    run = runner_events.run_playbook(playbook, inv, extra_vars_files=[extra] if extra else (), tags=tags)
-    seconds = time.monotonic() - start
-    if run.rc != 0:
-        for failure in runner_events.failed_tasks(run.events):
-            print("bench-nccl: %s failed on %s: %s: %s" % (name, failure["host"], failure["task"], failure["msg"]),
-                  file=sys.stderr)
-        raise SystemExit("bench-nccl: %s failed (rc %d)" % (name, run.rc))
+    """(seconds, hosts that ran the NCCL build task) of one passing run."""
+    seconds, run = runner_events.timed_run(playbook, inv, name, "bench-nccl",
+                                           extra_vars_files=[extra] if extra else (), tags=tags)
     compiled = sorted(e["event_data"].get("host", "") for e in run.events
                       if e.get("event") == "runner_on_ok" and e["event_data"].get("task", "").startswith(BUILD_TASK))
     return seconds, compiled
