@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: times site.yml on the simulated fleet, from fresh containers (the
 # first converge) and again with nothing to do (the no-op rerun), BENCH_RUNS (3) times each, then places a
-# ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), and writes
+# ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), times the
+# nccl stage on four hosts built once and built everywhere (tools/bench_nccl.py), and writes
 # the figures with the machine they ran on to bench/results.md. Each run goes
 # through ansible-runner (tools/bench.py): changed counts come from its stats.
 set -euo pipefail
@@ -32,6 +33,14 @@ trap 'rm -f "$before"' EXIT
   echo "placed on both hosts from empty stores; tools/bench_models.py, 3 runs of each case."
   echo
   python3 tools/bench_models.py --runs 3
+  echo
+  echo "## NCCL built once per fleet"
+  echo
+  echo "The nccl stage on four identical simulated Sparks of their own (containers nccl-bench-1..4),"
+  echo "each run from hosts with no installed prefix; sources, build packages and rsync in place"
+  echo "(an untimed warm-up); tools/bench_nccl.py, 3 runs of each case."
+  echo
+  python3 tools/bench_nccl.py --hosts 4 --runs 3
 } | tee "$out.tmp"
 # The faults section is make chaos's (tools/chaos.py): keep it.
 if [ -f "$out" ] && grep -q '^## Faults survived' "$out"; then

@@ -24,7 +24,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 import runner_events
 
@@ -60,15 +59,8 @@ def checkpoint(directory):
 
 
 def run_case(inventory, varsfile, tags, name):
-    start = time.monotonic()
-    run = runner_events.run_playbook(PLAYBOOK, inventory, extra_vars_files=[varsfile], tags=tags)
-    seconds = time.monotonic() - start
-    if run.rc != 0:
-        for failure in runner_events.failed_tasks(run.events):
-            print("bench-models: %s failed on %s: %s: %s" % (name, failure["host"], failure["task"], failure["msg"]),
-                  file=sys.stderr)
-        raise SystemExit("bench-models: the %s case failed (rc %d)" % (name, run.rc))
-    return seconds
+    return runner_events.timed_run(PLAYBOOK, inventory, "the %s case" % name, "bench-models",
+                                   extra_vars_files=[varsfile], tags=tags)[0]
 
 
 def main(argv=None):

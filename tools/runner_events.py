@@ -24,6 +24,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_MARK = "$REPO"
@@ -70,6 +71,20 @@ def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, chec
         return Run(runner.rc, runner.status, events, runner.stats, stdout)
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def timed_run(playbook, inventory, what, tool, **kwargs):
+    """:func:`run_playbook`, timed: ``(seconds, run)``. A failed run prints each failed task as
+    ``TOOL: WHAT failed on HOST: TASK: MSG`` on stderr and exits (the benches' figures are of passing runs)."""
+    start = time.monotonic()
+    run = run_playbook(playbook, inventory, **kwargs)
+    seconds = time.monotonic() - start
+    if run.rc != 0:
+        for failure in failed_tasks(run.events):
+            print("%s: %s failed on %s: %s: %s" % (tool, what, failure["host"], failure["task"], failure["msg"]),
+                  file=sys.stderr)
+        raise SystemExit("%s: %s failed (rc %d)" % (tool, what, run.rc))
+    return seconds, run
 
 
 def load_events(path):
