@@ -20,7 +20,6 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 
 import runner_events
 
@@ -83,19 +82,14 @@ def main(argv=None):
     for number in range(1, args.runs + 1):
         if args.fresh:
             fresh_fleet()
-        start = time.monotonic()
-        run = runner_events.run_playbook(os.path.join(TOP, "site.yml"), args.inventory)
-        seconds.append(time.monotonic() - start)
+        took, run = runner_events.timed_run(os.path.join(TOP, "site.yml"), args.inventory, "%s run %d" % (args.label, number),
+                                            "bench")
+        seconds.append(took)
         changed_counts.append(changed_total(run.stats))
         for host, counts in runner_events.counts_per_host(run.stats).items():
             print("bench: %s run %d %s: %.1f s ok=%d changed=%d failed=%d unreachable=%d"
-                  % (args.label, number, host, seconds[-1], counts["ok"], counts["changed"], counts["failed"],
+                  % (args.label, number, host, took, counts["ok"], counts["changed"], counts["failed"],
                      counts["unreachable"]), file=sys.stderr, flush=True)
-        if run.rc != 0:
-            for failure in runner_events.failed_tasks(run.events):
-                print("bench: failed %s: %s: %s" % (failure["host"], failure["task"], failure["msg"]), file=sys.stderr)
-            print("\n".join(run.stdout.splitlines()[-40:]), file=sys.stderr)
-            return 1
         # The no-op rerun must change nothing: a figure of a run that changed things is not a no-op figure.
         changed = runner_events.changed_hosts(run.stats)
         if args.no_op and changed:

@@ -58,7 +58,6 @@ RAY_HEAD = "sparkfleet-ray-head.service"
 PROBE = "sparkfleet-health.service"
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
-KEY_FILE = os.path.expanduser("~/.sparkfleet/sim/%s-%s.key" % (HEAD, MODEL))
 FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")
 FABRIC_IFNAME = "enp1s0f1np1"
 # A Spark's udev names the QSFP port at every boot; a container gets docker's name (eth1) at
@@ -431,10 +430,10 @@ def main(argv=None):
     unknown = [f for f in faults if f not in FAULTS]
     if unknown:
         parser.error("unknown fault(s) %s; known: %s" % (", ".join(unknown), ", ".join(FAULTS)))
-    if not os.path.exists(KEY_FILE):
-        raise SystemExit("chaos: no API key at %s: run make demo first (it leaves the fleet running)" % KEY_FILE)
-    with open(KEY_FILE) as handle:
-        key = handle.read().strip()
+    try:
+        key = controller_key(DEMO_INVENTORY, HEAD, MODEL)
+    except OSError as exc:
+        raise SystemExit("chaos: no API key (%s): run make demo first (it leaves the fleet running)" % exc)
     if not serving(key):
         raise SystemExit("chaos: the fleet does not serve %s before any fault: run make demo first" % MODEL)
 
