@@ -59,7 +59,6 @@ PROBE = "sparkfleet-health.service"
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")
-FABRIC_IFNAME = "enp1s0f1np1"
 # A Spark's udev names the QSFP port at every boot; a container gets docker's name (eth1) at
 # every start. This sim stand-in does the renaming at boot, before networkd reads netplan's
 # configuration: the one thing a restarted container lacks that a rebooted Spark has.
@@ -96,6 +95,9 @@ BOOT_ORDER = (("sparkfleet-firewall.service", "network-online.target"), ("networ
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "bench", "results.md")
 DEMO_INVENTORY = os.path.join(REPO, "inventories", "sim")
+# The fabric port's name on the simulated Sparks, as the sim inventory gives it to the roles.
+with open(os.path.join(DEMO_INVENTORY, "group_vars", "sparks", "fabric.yml")) as _handle:
+    FABRIC_IFNAME = yaml.safe_load(_handle)["sparkfleet_fabric_ifname"]
 INDEPENDENT = os.path.join(REPO, "inventories", "sim-independent")
 # The models of inventories/sim-independent (host -> model) and the setting the roll changes.
 INDEPENDENT_MODELS = {HEAD: "tiny-a", FOLLOWER: "tiny-b"}
