@@ -21,6 +21,8 @@ description:
     can be computed instead of guessed.
   - The contents of C(/etc/nccl.conf) and, for given paths, the NCCL library found there, its version
     and the SASS architectures in it (C(cuobjdump --list-elf)) when the tool is present.
+  - The installed Debian packages and their versions (C(dpkg-query)), so install tasks skip C(apt) when
+    nothing they need is missing instead of asking apt on every run.
   - Every path and command is a parameter so tests point the module at recorded fixture trees.
     A missing piece gives C(null) plus an entry in C(gb10.missing), never a failure.
 extends_documentation_fragment: []
@@ -67,6 +69,10 @@ options:
     description: The C(ip) command used for C(ip -j addr show) (name or path).
     type: str
     default: ip
+  dpkg_query:
+    description: The C(dpkg-query) command (name or path); its absence leaves C(packages) null.
+    type: str
+    default: dpkg-query
   nccl_library_paths:
     description:
       - Files, directories, install prefixes or virtualenvs whose C(libnccl.so.*) to inspect.
@@ -148,6 +154,18 @@ ansible_facts:
           description: One entry per library found, C(path), C(version), C(sass_archs), C(has_sm121), C(reason).
           type: list
           elements: dict
+        packages:
+          description:
+            - Installed Debian packages, name to version (status C(installed), held or not); null without C(dpkg-query).
+            - Read once per run; a package installed later in the run is not in it, so a stale answer only
+              means one more C(apt) call, never a skipped install.
+          type: dict
+          sample: {"rsync": "3.2.7-1", "nftables": "1.0.9-1"}
+        packages_held:
+          description: The installed packages on hold (C(apt-mark hold)), sorted; null without C(dpkg-query).
+          type: list
+          elements: str
+          sample: ["nvidia-driver-580-open"]
         missing:
           description: One line per part that could not be read, C(<key>) then a colon and the reason.
           type: list
@@ -169,9 +187,35 @@ NVML_MISMATCH_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
 CUDA_RE = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
 SMI_DRIVER_RE = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
 SASS_RE = re.compile(r"\b(sm_\d+[af]?)\b")
+# One line per package: status abbreviation (desired, status, error), name, version.
+DPKG_QUERY_FORMAT = "${db:Status-Abbrev}\t${Package}\t${Version}\n"
 NCCL_FILE_VERSION_RE = re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)$")
 NCCL_BIN_VERSION_RE = re.compile(rb"NCCL version (\d+\.\d+\.\d+)")
 QUERY_FIELDS = ("name", "compute_cap", "driver_version")
+
+
+def parse_dpkg_query(text):
+    """``dpkg-query -W -f DPKG_QUERY_FORMAT`` -> ({name: version}, [held names]) of the installed packages
+    (second status letter ``i``); held: the desired state is ``h`` (dpkg --set-selections hold)."""
+    packages, held = {}, []
+    for line in (text or "").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and len(fields[0]) >= 2 and fields[0][1] == "i":
+            packages[fields[1]] = fields[2]
+            if fields[0][0] == "h":
+                held.append(fields[1])
+    return packages, sorted(held)
+
+
+def gather_packages(dpkg_query, run, missing):
+    if not dpkg_query:
+        missing.append("packages: dpkg-query not found")
+        return None, None
+    rc, out, err = run([dpkg_query, "-W", "-f", DPKG_QUERY_FORMAT])
+    if rc != 0:
+        missing.append("packages: dpkg-query failed (rc=%s): %s" % (rc, (err or "").strip()[:200]))
+        return None, None
+    return parse_dpkg_query(out)
 
 
 def read_text(path):
@@ -555,6 +599,7 @@ def gather(params, run, which):
                           "settings": settings, "lines": lines}
 
     facts["nccl_libraries"] = inspect_nccl(params["nccl_library_paths"], which(params["cuobjdump"]), run)
+    facts["packages"], facts["packages_held"] = gather_packages(which(params["dpkg_query"]), run, missing)
     facts["missing"] = missing
     return facts
 
@@ -570,6 +615,7 @@ def main():
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             cuobjdump=dict(type="str", default="cuobjdump"),
             ip_command=dict(type="str", default="ip"),
+            dpkg_query=dict(type="str", default="dpkg-query"),
             nccl_library_paths=dict(type="list", elements="path", default=[]),
             netdev_pattern=dict(type="str", default=rulebook.setting("qsfp_netdev_pattern")),
         ),

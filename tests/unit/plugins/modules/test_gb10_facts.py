@@ -39,6 +39,8 @@ def params_for(root, **over):
         "cuobjdump": os.path.join(root, "bin/cuobjdump"),
         "ip_command": os.path.join(root, "bin/ip"),
         "nccl_library_paths": [os.path.join(root, "lib/nccl")],
+        # The fixture trees record no packages: an empty list (true prints nothing).
+        "dpkg_query": "true",
         "netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
     }
     params.update(over)
@@ -116,6 +118,37 @@ def test_parse_list_elf_sorts_numerically():
     assert m.parse_list_elf(text) == ["sm_90", "sm_100a", "sm_121"]
 
 
+DPKG = os.path.join(FIXTURES, "..", "dpkg", "dpkg-query.txt")
+
+
+def test_parse_dpkg_query_keeps_installed_and_held_only():
+    text = "ii \trsync\t3.2.7-1\nhi \tnvidia-driver-580-open\t580.142-0ubuntu1\nrc \tgone\t1.0\n" \
+           "iU \thalf\t2.0\nun \tnever\t\n\ngarbage\n"
+    assert m.parse_dpkg_query(text) == ({"rsync": "3.2.7-1", "nvidia-driver-580-open": "580.142-0ubuntu1"},
+                                        ["nvidia-driver-580-open"])
+
+
+def test_packages_from_a_recorded_dpkg_query(tmp_path):
+    fake = tmp_path / "dpkg-query"
+    fake.write_text("#!/bin/sh\n# the format is the module's own\n[ \"$3\" = '%s' ] || exit 2\n"
+                    "grep -v '^#' %s\n" % (m.DPKG_QUERY_FORMAT, DPKG))
+    fake.chmod(0o755)
+    facts = facts_of("nominal", dpkg_query=str(fake))
+    assert facts["missing"] == []
+    assert facts["packages"]["rsync"].startswith("3.2.7-1")
+    assert facts["packages"]["nftables"].startswith("1.0.6-2")
+    # held (hi) is installed too: the driver role holds its packages
+    assert facts["packages"]["nvidia-driver-580-open"] == "580.142-0ubuntu1"
+    assert facts["packages_held"] == ["libnvidia-compute-580", "nvidia-dkms-580-open", "nvidia-driver-580-open",
+                                      "nvidia-utils-580"]
+
+
+def test_a_failing_dpkg_query_is_missing_not_fatal():
+    facts = facts_of("nominal", dpkg_query="false")
+    assert facts["packages"] is None
+    assert [x for x in facts["missing"] if x.startswith("packages: dpkg-query failed (rc=1)")]
+
+
 def test_state_name():
     assert m.state_name("4: ACTIVE") == "ACTIVE"
     assert m.state_name("ACTIVE\n") == "ACTIVE"
@@ -129,7 +162,7 @@ def test_every_variant_gathers_without_error(variant):
     facts = facts_of(variant)
     json.dumps(facts)  # what the module returns must serialise
     assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
-                          "nccl_libraries", "missing"}
+                          "nccl_libraries", "packages", "packages_held", "missing"}
     assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
     assert facts["memory"]["unified"] is True
     assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
@@ -209,12 +242,16 @@ def test_nccl_ib_disabled():
 
 def test_everything_missing_gives_nulls_and_reasons(tmp_path):
     facts = m.gather(params_for(str(tmp_path), nvidia_smi="nvidia-smi-absent", cuobjdump="cuobjdump-absent",
-                                ip_command="ip-absent", nccl_library_paths=[str(tmp_path / "none")]), run, which)
+                                dpkg_query="dpkg-query-absent",
+                                ip_command="ip-absent",
+                                nccl_library_paths=[str(tmp_path / "none")]), run, which)
     assert facts["gpu"] is None and facts["memory"] is None and facts["netdevs"] is None and facts["roce"] is None
     assert facts["nccl_conf"]["exists"] is False
     assert facts["nccl_libraries"][0]["version"] is None and facts["nccl_libraries"][0]["reason"]
+    assert facts["packages"] is None and facts["packages_held"] is None
     keys = {x.split(":", 1)[0] for x in facts["missing"]}
-    assert {"gpu", "memory", "netdevs", "roce", "driver.kernel_module_version", "netdevs.*.ipv4"} <= keys
+    assert {"gpu", "memory", "netdevs", "roce", "driver.kernel_module_version", "netdevs.*.ipv4",
+            "packages"} <= keys
 
 
 def test_nccl_without_cuobjdump_and_venv_layout(tmp_path):

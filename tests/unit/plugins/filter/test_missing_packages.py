@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.gb10.plugins.filter.missing_packages import missing_packages
+
+FACTS = {"gb10": {"packages": {"rsync": "3.2.7-1", "nftables": "1.0.9-1", "python3.12-venv": "3.12.3-1",
+                               "nvidia-driver-580-open": "580.142-0ubuntu1"}}}
+
+
+@pytest.mark.parametrize("names, expected", [
+    (["rsync", "nftables"], []),
+    (["rsync", "git", "build-essential"], ["git", "build-essential"]),
+    (["python3.12-venv", "python3.12-dev"], ["python3.12-dev"]),
+    (["rsync:arm64"], []),
+    (["nvidia-driver-580-open=580.142*"], []),
+    (["nvidia-driver-580-open=580.126*"], ["nvidia-driver-580-open=580.126*"]),
+    (["nvidia-driver-590-open"], ["nvidia-driver-590-open"]),
+    ("rsync", []),
+    ([], []),
+])
+def test_against_the_facts(names, expected):
+    assert missing_packages(names, FACTS) == expected
+
+
+@pytest.mark.parametrize("facts", [None, {}, {"gb10": {}}, {"gb10": {"packages": None}}])
+def test_without_the_facts_everything_is_missing(facts):
+    # A role used alone, or a host without dpkg-query: apt decides, as without the filter.
+    assert missing_packages(["rsync", "git"], facts) == ["rsync", "git"]
+
+
+@pytest.mark.parametrize("names", [["rsync*"], ["Rsync"], [""], {"rsync": 1}])
+def test_refuses_what_is_not_a_package_name(names):
+    with pytest.raises(AnsibleFilterError):
+        missing_packages(names, FACTS)
