@@ -19,7 +19,7 @@ description:
     fails with every problem of every entry, naming host, entry, key, value and fix.
 options:
   _input:
-    description: The fleet plan, C({hosts{host: {models: [placement]}}, ...}).
+    description: "The fleet plan, C({hosts: {host: {models: [placement, ...]}}, ...})."
     type: dict
     required: true
   addresses:
