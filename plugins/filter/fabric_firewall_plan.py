@@ -13,7 +13,8 @@ description:
   - Computes, from the variables the services themselves read, the ports of a host that only the fabric may reach
     (the Ray role's C(*_ports) of the host's Ray group with the worker range, the C(master_port) of each
     multi-node C(mp) model the host is a node of, C(model_store_rsync_port) on hosts holding a model with a
-    C(source), and C(extra_internal_ports)) and the API ports it serves (C(port) of each entry whose first node it
+    C(source), C(nccl_rsync_port) while C(nccl_build_once) is on (any host may be the builder that serves its
+    group the NCCL prefix), and C(extra_internal_ports)) and the API ports it serves (C(port) of each entry whose first node it
     is). A role default is read from that role's C(defaults/main.yml) when the variable is not given, and the
     entry defaults from the model entry schema, so no port number is written twice.
   - Finds the fabric interfaces in C(ip -j addr) output (netdevs matching the rule book's C(qsfp_netdev_pattern)
@@ -27,7 +28,8 @@ options:
       - C(host) (inventory name), C(groups) (its group names), C(links) (C(ip -j addr) output, parsed),
         C(api_sources) (CIDRs; empty = the networks of the default route's interface, from C(routes), the
         C(ip -j route show default) output), and optionally C(interfaces) (fabric netdev names), C(models) (model entries),
-        C(executor), C(ray_head_ports), C(ray_worker_ports), C(rsync_port), C(extra_internal_ports),
+        C(executor), C(ray_head_ports), C(ray_worker_ports), C(rsync_port) (model_store's), C(nccl_rsync_port),
+        C(nccl_build_once) (absent or none for the nccl role's default), C(extra_internal_ports),
         C(ephemeral) (C([low, high]) of new TCP connections dropped unless from the fabric, or empty),
         C(allow_no_fabric) (return C(ready=false) instead of failing when the host has no fabric address yet).
     type: dict
@@ -81,7 +83,8 @@ def fabric_firewall_plan(data, roles_dir=None):
             host, groups=data.get("groups"),
             ray_ports={"ray_head": data.get("ray_head_ports"), "ray_worker": data.get("ray_worker_ports")},
             models=data.get("models"), executor=data.get("executor"), rsync_port=data.get("rsync_port"),
-            extra=data.get("extra_internal_ports"), roles_dir=roles_dir or fw.ROLES_DIR)
+            extra=data.get("extra_internal_ports"), roles_dir=roles_dir or fw.ROLES_DIR,
+            nccl_rsync_port=data.get("nccl_rsync_port"), nccl_build_once=data.get("nccl_build_once"))
         api = fw.api_ports(host, data.get("models"))
         ephemeral = data.get("ephemeral")
         if ephemeral:

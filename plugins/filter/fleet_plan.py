@@ -27,6 +27,11 @@ options:
     type: list
     elements: str
     required: true
+  models_var:
+    description:
+      - A role's own variable of model entries (C(model_store_models)); where a host sets it, its entries stand for
+        those vllm_service serves in that host's part of the plan.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -39,12 +44,15 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - C(hosts) (per host C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
+    - C(hosts) (per host C(models), C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
       model's C(name), C(nodes), C(head), C(executor), C(master_addr), C(master_port), C(port)) and C(ray) (per
       cluster C(members), C(head), C(workers), C(gcs_port), C(address)).
     - A service is C(name), C(unit), C(port), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
       C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster) (the C(vllm_args) cluster), C(entry) (without
       placement keys) and C(model) (the entry as written).
+    - A host's C(models) are the entries it is a node of, whose weights it needs (followers of the ray executor,
+      which run no unit, included), each with its layout (C(nodes), C(head), C(rank), C(role), C(executor), ...),
+      C(name), C(index) (its place in the host's list), C(runs_unit), C(entry) and C(model).
   type: dict
 """
 
@@ -64,9 +72,9 @@ def _address_of(hostvars, fallback=None):
     return address_of
 
 
-def fleet_plan(hostvars, hosts):
+def fleet_plan(hostvars, hosts, models_var=None):
     try:
-        return fp.build(dict((host, fp.plan_inputs(hostvars[host])) for host in hosts))
+        return fp.build(dict((host, fp.plan_inputs(hostvars[host], models_var)) for host in hosts))
     except (fp.PlanError, KeyError) as exc:
         raise AnsibleFilterError("fleet_plan: %s (run playbooks/preflight.yml: it names the fix)" % exc)
 

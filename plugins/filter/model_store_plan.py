@@ -10,16 +10,20 @@ author: sparkfleet.gb10 developers
 short_description: Who fetches each model's weights from outside, and who receives them over the fabric
 version_added: "1.0.0"
 description:
-  - "Input is C({host: {models: [entry, ...], address: fabric address}}) for the hosts of the play, in
-    inventory order. Only entries with a C(source) count."
+  - "Input is the fleet plan (filter C(sparkfleet.gb10.fleet_plan)): a host holds the models of its C(models)
+    there, the entries it is a node of. Only entries with a C(source) count."
   - Entries with the same name and source are one model. Exactly one holder fetches it from outside
-    (the first of the entry's C(nodes), else the first holder); every other holder receives it from
-    that host's fabric address.
+    (the first of the model's nodes in the plan, else the first holder in the order of C(addresses)); every
+    other holder receives it from that host's fabric address.
   - Every source is checked first (C(plugins/module_utils/model_store.py) check_source); the filter
     fails with every problem of every entry, naming host, entry, key, value and fix.
 options:
   _input:
-    description: "C({host: {models, address}})."
+    description: "The fleet plan, C({hosts: {host: {models: [placement, ...]}}, ...})."
+    type: dict
+    required: true
+  addresses:
+    description: "C({host: fabric address}) of the hosts of the play, in inventory order."
     type: dict
     required: true
   store_dir:
@@ -39,7 +43,9 @@ options:
 EXAMPLES = r"""
 - name: Plan the fleet's fetches
   ansible.builtin.set_fact:
-    _jobs: "{{ fleet | sparkfleet.gb10.model_store_plan('/var/lib/sparkfleet/models') }}"
+    _jobs: >-
+      {{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all)
+         | sparkfleet.gb10.model_store_plan(addresses, '/var/lib/sparkfleet/models') }}
 """
 
 RETURN = r"""
@@ -54,23 +60,24 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
 
 
-def model_store_plan(fleet, store_dir, require_pinned=True, have_token=False):
-    if not isinstance(fleet, dict):
-        raise AnsibleFilterError("model_store_plan: input must be {host: {models, address}}, got %r" % (fleet,))
+def model_store_plan(fleet_plan, addresses, store_dir, require_pinned=True, have_token=False):
+    hosts = fleet_plan.get("hosts") if isinstance(fleet_plan, dict) else None
+    if not isinstance(hosts, dict) or not isinstance(addresses, dict):
+        raise AnsibleFilterError("model_store_plan: input must be the fleet plan (filter sparkfleet.gb10.fleet_plan) "
+                                 "and addresses {host: fabric address}, got %r, %r" % (fleet_plan, addresses))
     problems = []
     holders = {}
-    addresses = {}
-    for host, data in fleet.items():
-        addresses[host] = (data or {}).get("address")
+    for host in list(addresses) + [h for h in hosts if h not in addresses]:
         mine = []
-        for index, entry in enumerate((data or {}).get("models") or []):
-            if not isinstance(entry, dict) or entry.get("source") is None:
+        for place in (hosts.get(host) or {}).get("models") or []:
+            entry = place["model"]
+            if entry.get("source") is None:
                 continue
-            what = "%s: sparkfleet_models[%d] (%s)" % (host, index, entry.get("name"))
+            what = "%s: sparkfleet_models[%d] (%s)" % (host, place["index"], place["name"])
             found = ms.check_source(entry["source"], require_pinned=require_pinned, have_token=have_token)
             problems.extend(p.text(what) for p in found)
             if not found:
-                mine.append(entry)
+                mine.append(place)
         holders[host] = mine
     jobs = ms.plan(holders, addresses, store_dir)
     for host, host_jobs in jobs.items():

@@ -6,8 +6,9 @@ which are the API, and the nftables table that keeps the internal ones on the fa
 
 One source of truth: the ports come from the variables the services read (the Ray roles'
 ``*_ports``, the model entries' ``port`` and ``master_port`` with the defaults of the entry
-schema, ``model_store_rsync_port``), taking a role's default from its ``defaults/main.yml``
-when the inventory does not set the variable. No port number is written here.
+schema, ``model_store_rsync_port``, the NCCL builder's ``nccl_rsync_port``), taking a role's
+default from its ``defaults/main.yml`` when the inventory does not set the variable. No port
+number is written here.
 
 Pure Python (netaddr and PyYAML only) so that the filter and preflight share it and it is
 unit tested directly.
@@ -16,6 +17,8 @@ unit tested directly.
 from __future__ import annotations
 
 import hashlib
+
+from ansible.module_utils.parsing.convert_bool import boolean
 
 try:
     import netaddr
@@ -81,12 +84,21 @@ def model_nodes(model, host):
         raise FirewallError(str(exc))
 
 
+def role_value(value, role, name, roles_dir=ROLES_DIR):
+    """``value``, else (None) the variable ``name`` of ``role``'s ``defaults/main.yml``: the role's default
+    stays the one home of the value, the inventory's variable overrides it."""
+    return value if value is not None else load_role_default(role, name, roles_dir)
+
+
 def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None, rsync_port=None,
-                   extra=None, roles_dir=ROLES_DIR):
+                   extra=None, roles_dir=ROLES_DIR, nccl_rsync_port=None, nccl_build_once=None):
     """The ports of this host that only the fabric may reach, each with where it comes from.
 
     ``ray_ports`` is ``{'ray_head': value-or-None, 'ray_worker': value-or-None}`` (None: the role's default);
-    ``rsync_port`` None: model_store's default. Returns ``[(low, high, why), ...]`` sorted.
+    ``rsync_port`` None: model_store's default. ``nccl_build_once`` and ``nccl_rsync_port`` None: the nccl
+    role's defaults; with build-once on, any host may be the builder of its group and serve its NCCL prefix
+    on ``nccl_rsync_port`` (which one is only known at run time, from the build stamps), so every host
+    lists it. Returns ``[(low, high, why), ...]`` sorted.
     """
     found = []
     role = fleet_plan.ray_role(groups)
@@ -121,11 +133,15 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
         low, high = parse_ports(model.get("master_port", default_master), "models[%d].master_port" % index)
         found.append((low, high, "model %s master_port" % model.get("name", index)))
     if serves_source:
-        port = rsync_port if rsync_port is not None else load_role_default("model_store", "model_store_rsync_port",
-                                                                             roles_dir)
+        port = role_value(rsync_port, "model_store", "model_store_rsync_port", roles_dir)
         if port is not None:
             low, high = parse_ports(port, "model_store_rsync_port")
             found.append((low, high, "model_store_rsync_port"))
+    if boolean(role_value(nccl_build_once, "nccl", "nccl_build_once", roles_dir), strict=False):
+        port = role_value(nccl_rsync_port, "nccl", "nccl_rsync_port", roles_dir)
+        if port is not None:
+            low, high = parse_ports(port, "nccl_rsync_port")
+            found.append((low, high, "nccl_rsync_port"))
     for index, value in enumerate(extra or []):
         low, high = parse_ports(value, "fabric_firewall_extra_internal_ports[%d]" % index)
         found.append((low, high, "fabric_firewall_extra_internal_ports[%d]" % index))

@@ -9,6 +9,8 @@ does with them:
 
 - each multi-node model: its nodes, head (the first node), executor, master address
   and rendezvous port, API port;
+- each host's models: every entry it is a node of (whose weights it needs, ray followers
+  included), with its rank and role;
 - each host's services: model name, unit name, API port, rank, role (head or
   follower) and the cluster layout ``vllm_args`` renders (``--nnodes``, ...);
 - each Ray cluster: head, members, GCS port and address.
@@ -16,7 +18,7 @@ does with them:
 Preflight (``fleet_preflight``) checks the inventory with these functions and
 builds the plan of a fleet it accepts; the ``sparkfleet.gb10.fleet_plan``,
 ``fleet_services`` and ``ray_gcs_port`` filters put the same functions in front of
-the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, the Ray roles).
+the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, ``model_store``, the Ray roles).
 No port number is written here: the model entry's come from its schema
 (``model_entry``), Ray's from the ``ray_head`` role's defaults (``ray_head_ports``),
 which an inventory may override on the head.
@@ -144,28 +146,39 @@ def runs_unit(lay):
     return lay["executor"] == "mp" or lay["rank"] == 0
 
 
-def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
-    """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
-    ``{name, unit, port, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
-    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written)."""
+def placements(host, models, executor=None, address_of=None):
+    """The entries ``host`` is a node of, in the order written: the models whose weights it needs (a
+    follower of the ray executor runs no unit of its own, but loads its share inside the Ray worker).
+    Each is its layout with ``name``, ``index`` (its place in the host's list), ``runs_unit``, ``entry``
+    (without placement keys and source: what ``vllm_args`` and the memory arithmetic read) and
+    ``model`` (as written). An entry a host carries without being one of its nodes is not the host's."""
     out = []
-    for model in models or []:
+    for index, model in enumerate(models or []):
         if not isinstance(model, dict):
             raise PlanError("%s: a model entry must be a mapping, got %r" % (host, model))
         if host not in model_nodes(model, host):
             continue
         lay = layout(model, host, executor, address_of)
-        if not runs_unit(lay):
+        lay.update({"name": model.get("name"), "index": index, "runs_unit": runs_unit(lay),
+                    "entry": strip_placement(model, ("source",)), "model": model})
+        out.append(lay)
+    return out
+
+
+def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
+    """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
+    ``{name, unit, port, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
+    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written)."""
+    out = []
+    for place in placements(host, models, executor, address_of):
+        if not place["runs_unit"]:
             continue
-        service = dict(lay)
+        service = dict((k, v) for k, v in place.items() if k not in ("index", "runs_unit"))
         service.update({
-            "name": model.get("name"),
-            "unit": "%s%s" % (unit_prefix, model.get("name")),
-            "port": model.get("port", DEFAULT_PORT),
-            "serves_api": lay["rank"] == 0,
-            "cluster": cluster_args(lay, vllm_bin),
-            "entry": strip_placement(model, ("source",)),
-            "model": model,
+            "unit": "%s%s" % (unit_prefix, place["name"]),
+            "port": place["model"].get("port", DEFAULT_PORT),
+            "serves_api": place["rank"] == 0,
+            "cluster": cluster_args(place, vllm_bin),
         })
         out.append(service)
     return out
@@ -239,7 +252,7 @@ def fleet_address_of(fleet):
 def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
     """The plan of ``{host: hostvars}``:
 
-    ``{"hosts": {host: {services, ray_role, ray_cluster, fabric_address}},
+    ``{"hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
        "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
        "ray": {cluster: {members, head, workers, gcs_port, address}}}``.
 
@@ -264,6 +277,7 @@ def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
                         host, model.get("name"), ", ".join(map(str, unknown))))
         role = ray_role(host_vars.get("group_names"))
         plan["hosts"][host] = {
+            "models": placements(host, host_models(host_vars), executor, address_of),
             "services": services(host, host_models(host_vars), executor, address_of, unit_prefix),
             "ray_role": role,
             "ray_cluster": cluster_name(host_vars) if role else None,
@@ -293,6 +307,11 @@ PLAN_INPUTS = ("group_names", "sparkfleet_models", "vllm_service_models", "spark
                "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports")
 
 
-def plan_inputs(host_vars):
-    """The plan's inputs out of one host's variables (a mapping such as Ansible's hostvars[host])."""
-    return dict((name, host_vars[name]) for name in PLAN_INPUTS if name in host_vars)
+def plan_inputs(host_vars, models_var=None):
+    """The plan's inputs out of one host's variables (a mapping such as Ansible's hostvars[host]).
+    ``models_var``: a role's own list of entries (``model_store_models``) that, where the host sets it,
+    stands for the entries vllm_service serves."""
+    inputs = dict((name, host_vars[name]) for name in PLAN_INPUTS if name in host_vars)
+    if models_var and models_var in host_vars:
+        inputs["vllm_service_models"] = host_vars[models_var]
+    return inputs

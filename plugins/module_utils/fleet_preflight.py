@@ -657,7 +657,7 @@ def check_cluster_layout(fleet, ray_defaults=None):
 def check_firewall(fleet, roles_dir=None):
     """What the fabric_firewall role would refuse, before anything changes: API sources that are not CIDR
     networks, extra internal ports that are not ports, an API port that is also an internal port of the host
-    (extra_internal_ports, model_store's rsync port; it would be dropped), and a confirm timeout that does not leave the controller time before the revert."""
+    (extra_internal_ports, model_store's or the NCCL builder's rsync port; it would be dropped), and a confirm timeout that does not leave the controller time before the revert."""
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
@@ -697,7 +697,8 @@ def check_firewall(fleet, roles_dir=None):
                 ray_ports={"ray_head": host_vars.get("ray_head_ports"), "ray_worker": host_vars.get("ray_worker_ports")},
                 models=models, executor=host_vars.get("sparkfleet_executor"),
                 rsync_port=host_vars.get("model_store_rsync_port"),
-                extra=good_extra, roles_dir=roles_dir or fabric_firewall.ROLES_DIR)
+                extra=good_extra, roles_dir=roles_dir or fabric_firewall.ROLES_DIR,
+                nccl_rsync_port=host_vars.get("nccl_rsync_port"), nccl_build_once=host_vars.get("nccl_build_once"))
         except fabric_firewall.FirewallError:
             continue  # a port that is not a port: check_models, check_cluster_layout or the types name it
         for index, model in enumerate(models):

@@ -11,7 +11,8 @@ Pure Python (standard library only), shared by the ``model_files`` module, the
   or an HTTP(S) archive with its sha256 (``type: archive``). :func:`check_source` reports every
   problem of it at once, in :class:`~model_entry.Problem` form.
 - :func:`plan` picks, per model, the ONE host that fetches from outside; the other holders
-  receive the files from it over the fabric.
+  receive the files from it over the fabric. Which hosts hold which model is the fleet plan's
+  (``fleet_plan.placements``: the entries a host is a node of).
 - A manifest (``{path: {size, sha256 | git_sha1}}``) says what a whole checkpoint is: from the
   hub's tree listing (the LFS object id is the file's sha256; a regular file's oid is its git
   blob sha1), or from hashing the source directory / unpacked archive. :func:`verify` checks the
@@ -363,31 +364,33 @@ def disk_problem(host, path, need, free, reserve, models):
 def plan(holders_by_host, addresses, store_dir):
     """Who fetches what, and from whom the others receive it.
 
-    ``holders_by_host``: ``{host: [entry, ...]}`` in inventory order, only entries with a
-    ``source``. ``addresses``: ``{host: fabric address}``. Entries are one model when they share
-    name and source fingerprint. The fetcher is the first of the entry's ``nodes`` that holds it,
-    else the first holder in inventory order. Returns ``{host: [job, ...]}``; a job is
-    ``{name, source, dest, fingerprint, fetcher, fetcher_address, holders, role}`` with role
-    ``fetch`` or ``receive``."""
+    ``holders_by_host``: ``{host: [placement, ...]}`` in inventory order: the models the fleet plan
+    gives each host (``fleet_plan.placements``: ``{name, nodes, model}``, ``model`` the entry as
+    written), only those whose entry has a ``source``. ``addresses``: ``{host: fabric address}``.
+    Placements are one model when they share name and source fingerprint. The fetcher is the first
+    of the model's ``nodes`` (the plan's) that holds it, else the first holder in inventory order.
+    Returns ``{host: [job, ...]}``; a job is ``{name, source, dest, fingerprint, fetcher,
+    fetcher_address, holders, role}`` with role ``fetch`` or ``receive``."""
     groups = {}
     order = []
-    for host, entries in holders_by_host.items():
-        for entry in entries:
-            key = (entry["name"], fingerprint(entry["source"]))
+    for host, places in holders_by_host.items():
+        for place in places:
+            source = place["model"]["source"]
+            key = (place["name"], fingerprint(source))
             if key not in groups:
-                groups[key] = {"entry": entry, "holders": []}
+                groups[key] = {"source": source, "nodes": place["nodes"], "holders": []}
                 order.append(key)
             groups[key]["holders"].append(host)
     jobs = dict((host, []) for host in holders_by_host)
     for key in order:
         group = groups[key]
         holders = group["holders"]
-        nodes = [n for n in (group["entry"].get("nodes") or []) if n in holders]
+        nodes = [n for n in group["nodes"] if n in holders]
         fetcher = nodes[0] if nodes else holders[0]
         for host in holders:
             jobs[host].append({
                 "name": key[0],
-                "source": group["entry"]["source"],
+                "source": group["source"],
                 "dest": "%s/%s" % (store_dir.rstrip("/"), key[0]),
                 "fingerprint": key[1],
                 "fetcher": fetcher,

@@ -89,6 +89,54 @@ def test_rsync_port_only_where_a_model_has_a_source():
     assert internal(plan)["model_store_rsync_port"] == (8873, 8873)
 
 
+def nccl_default(name):
+    return fw.load_role_default("nccl", name)
+
+
+@pytest.mark.parametrize("over", [
+    {},                                       # a Ray head serving a 2-node model
+    {"groups": [], "models": []},             # a host with nothing else internal: any host may build NCCL
+    {"groups": ["ray_workers"], "host": "s2"},
+])
+def test_nccl_rsync_port_on_every_host_while_built_once(over):
+    port = nccl_default("nccl_rsync_port")
+    assert nccl_default("nccl_build_once") is True and isinstance(port, int)
+    plan = fabric_firewall_plan(data(**over))
+    assert internal(plan)["nccl_rsync_port"] == (port, port)
+    assert '%d comment "nccl_rsync_port"' % port in plan["ruleset"]
+
+
+@pytest.mark.parametrize("over, expected", [
+    ({"nccl_rsync_port": 9874}, (9874, 9874)),               # the inventory's (the nccl role's variable) wins
+    ({"nccl_rsync_port": "9874", "nccl_build_once": True}, (9874, 9874)),
+    ({"nccl_build_once": False}, None),                       # every host builds: no daemon, no port
+    ({"nccl_build_once": "false", "nccl_rsync_port": 9874}, None),  # an INI inventory's false
+])
+def test_nccl_rsync_port_follows_the_nccl_variables(over, expected):
+    assert internal(fabric_firewall_plan(data(**over))).get("nccl_rsync_port") == expected
+
+
+def test_nccl_rsync_port_has_its_one_home_in_the_nccl_role(tmp_path):
+    """Not a copy of the number: another value in the nccl role's defaults moves the firewall with it."""
+    for role, text in (("nccl", "nccl_build_once: true\nnccl_rsync_port: 18874\n"),
+                       ("model_store", "model_store_rsync_port: 1873\n")):
+        (tmp_path / role / "defaults").mkdir(parents=True)
+        (tmp_path / role / "defaults" / "main.yml").write_text(text)
+    got = internal(fabric_firewall_plan(data(groups=[], models=[dict(TP, source={"type": "dir", "path": "/x"})]),
+                                        roles_dir=str(tmp_path)))
+    assert got == {"nccl_rsync_port": (18874, 18874), "model_store_rsync_port": (1873, 1873),
+                   "model tp master_port": (29501, 29501)}
+    (tmp_path / "nccl" / "defaults" / "main.yml").write_text("nccl_build_once: false\nnccl_rsync_port: 18874\n")
+    assert "nccl_rsync_port" not in internal(fabric_firewall_plan(data(groups=[]), roles_dir=str(tmp_path)))
+
+
+def test_api_on_the_nccl_rsync_port_is_refused():
+    port = nccl_default("nccl_rsync_port")
+    with pytest.raises(AnsibleFilterError, match="model tp port \\(%d\\) is also internal: nccl_rsync_port" % port):
+        fabric_firewall_plan(data(models=[dict(TP, port=port)]))
+    assert fabric_firewall_plan(data(models=[dict(TP, port=port)], nccl_build_once=False))["api"][0][0] == port
+
+
 def test_fabric_interfaces_and_sources_are_found_on_the_host():
     plan = fabric_firewall_plan(data())
     assert plan["interfaces"] == ["enP2p1s0f1np1", "enp1s0f1np1"]

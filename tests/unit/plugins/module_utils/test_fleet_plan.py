@@ -141,6 +141,53 @@ def test_plan_of_each_valid_inventory(source):
     assert pre.check_plan(fleet) == []
 
 
+# The models a host holds (needs the weights of) beyond its services: the followers of the ray executor,
+# which run no unit and load their share inside the Ray worker. Elsewhere a host holds what it serves.
+RAY_FOLLOWERS = {
+    "inventories/two-spark": {"spark-2": [("qwen3-235b", 1)]},
+    "inventories/three-spark": {"spark-2": [("llama-405b", 1)], "spark-3": [("llama-405b", 2)]},
+    "tests/preflight/valid/eight_mixed": {"spark-4": [("llama-405b", 1)], "spark-5": [("llama-405b", 2)],
+                                          "spark-6": [("llama-405b", 3)]},
+    "tests/preflight/valid/ray_ports_overridden": {"spark-2": [("llama-70b", 1)]},
+}
+
+
+@pytest.mark.parametrize("source", sorted(EXPECTED))
+def test_each_host_holds_the_models_it_is_a_node_of(source):
+    fleet = fleet_of(source)
+    plan = fp.build(fleet)
+    for host, view in plan["hosts"].items():
+        held = [(m["name"], m["rank"]) for m in view["models"]]
+        assert [h for h, m in zip(held, view["models"]) if m["runs_unit"]] == [
+            (s["name"], s["rank"]) for s in view["services"]]
+        assert [h for h, m in zip(held, view["models"]) if not m["runs_unit"]] == (
+            RAY_FOLLOWERS.get(source, {}).get(host, []))
+        for m in view["models"]:
+            assert host in m["nodes"] and m["role"] == ("head" if m["rank"] == 0 else "follower")
+            assert fp.host_models(fleet[host])[m["index"]] is m["model"]
+            assert not set(fp.PLACEMENT_KEYS + ("source",)) & set(m["entry"])
+
+
+def test_a_host_holds_no_entry_it_is_not_a_node_of():
+    """An entry that group_vars give every host belongs to its nodes only (the model store sends it to them)."""
+    shared = [{"name": "tp", "nodes": ["b", "c"]}, {"name": "solo"}, {"name": "empty", "nodes": []}]
+    assert [(m["name"], m["nodes"]) for m in fp.placements("a", shared)] == [("solo", ["a"]), ("empty", ["a"])]
+    assert [(m["name"], m["index"], m["rank"]) for m in fp.placements("c", shared)] == [
+        ("tp", 0, 1), ("solo", 1, 0), ("empty", 2, 0)]
+    plan = fp.build({h: {"sparkfleet_models": shared} for h in ("a", "b", "c")})
+    assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["solo", "empty"]
+
+
+def test_a_role_s_own_models_variable_stands_for_the_served_list():
+    hostvars = {"a": {"sparkfleet_models": [{"name": "served"}], "model_store_models": [{"name": "stored"}]},
+                "b": {"sparkfleet_models": [{"name": "served"}]}}
+    plan = plan_filter.fleet_plan(hostvars, ["a", "b"], models_var="model_store_models")
+    assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["stored"]
+    assert [m["name"] for m in plan["hosts"]["b"]["models"]] == ["served"]
+    plan = plan_filter.fleet_plan(hostvars, ["a", "b"])
+    assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["served"]
+
+
 @pytest.mark.parametrize("source", sorted(EXPECTED))
 def test_filters_give_each_host_the_plan_s_services(source):
     """fleet_services (what vllm_service, fleet_verify and fleet_health read) and ray_gcs_port (the Ray

@@ -222,11 +222,24 @@ def test_rendezvous_port_against_an_api_port_and_the_worker_range():
     ({"model_store_rsync_port": 8000,
       "sparkfleet_models": [{"name": "a", "model": "m", "source": {"type": "dir", "path": "/x"}}]},
      "sparkfleet_models[0] (a).port", "model_store_rsync_port"),
+    # The NCCL builder's rsync daemon (nccl role's default port, built once by default): the API may not take it.
+    ({"sparkfleet_models": [{"name": "a", "model": "m",
+                             "port": fp.fabric_firewall.load_role_default("nccl", "nccl_rsync_port")}]},
+     "sparkfleet_models[0] (a).port", "nccl_rsync_port"),
+    ({"nccl_rsync_port": 8000, "sparkfleet_models": [{"name": "a", "model": "m"}]},
+     "sparkfleet_models[0] (a).port", "nccl_rsync_port"),
 ])
 def test_firewall_values_are_refused_naming_host_variable_value(host_vars, variable, words):
     findings = fp.check_firewall({"s1": dict(host_vars, group_names=["sparks"])})
     assert [f.variable for f in findings] == [variable]
     assert words in str(findings[0]) and str(findings[0]).startswith("s1: ")
+
+
+def test_nccl_rsync_port_is_free_for_the_api_when_every_host_builds():
+    port = fp.fabric_firewall.load_role_default("nccl", "nccl_rsync_port")
+    for off in (False, "false", "no"):
+        assert fp.check_firewall({"s1": {"group_names": ["sparks"], "nccl_build_once": off,
+                                         "sparkfleet_models": [{"name": "a", "model": "m", "port": port}]}}) == []
 
 
 def test_good_firewall_values_give_nothing():

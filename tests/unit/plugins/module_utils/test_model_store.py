@@ -7,6 +7,7 @@ import os
 import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.filter.model_store_plan import model_store_plan
 from ansible.errors import AnsibleFilterError
 
@@ -192,6 +193,19 @@ def test_free_bytes_from_the_nearest_existing_parent(tmp_path):
 ENTRY = {"name": "qwen", "model": "Qwen/Qwen3-8B", "source": HF}
 
 
+def holdings(fleet, groups=None):
+    """{host: the fleet plan's placements with a source} of {host: entries}, as the filter hands ms.plan."""
+    plan = fleet_plan.build(dict((h, {"sparkfleet_models": entries, "group_names": (groups or {}).get(h, [])})
+                                 for h, entries in fleet.items()))
+    return dict((h, [m for m in plan["hosts"][h]["models"] if m["model"].get("source")]) for h in fleet)
+
+
+def plan_of(fleet, groups=None):
+    """The fleet plan of {host: {models, address}} (groups: {host: group names})."""
+    return fleet_plan.build(dict((h, {"sparkfleet_models": d["models"], "sparkfleet_fabric_address": d["address"],
+                                      "group_names": (groups or {}).get(h, [])}) for h, d in fleet.items()))
+
+
 @pytest.mark.parametrize("fleet, expect", [
     # One model across two nodes: the first node fetches, the other receives from its fabric address.
     ({"s1": [dict(ENTRY, nodes=["s2", "s1"])], "s2": [dict(ENTRY, nodes=["s2", "s1"])]},
@@ -207,7 +221,7 @@ ENTRY = {"name": "qwen", "model": "Qwen/Qwen3-8B", "source": HF}
 ])
 def test_one_fetcher_per_model(fleet, expect):
     addresses = {"s1": "10.0.0.1", "s2": "10.0.0.2", "s3": "10.0.0.3"}
-    jobs = ms.plan(fleet, addresses, "/var/lib/sparkfleet/models/")
+    jobs = ms.plan(holdings(fleet), addresses, "/var/lib/sparkfleet/models/")
     got = dict((h, (j[0]["role"], j[0]["fetcher"])) for h, j in jobs.items() if j)
     assert got == expect
     for host_jobs in jobs.values():
@@ -216,22 +230,60 @@ def test_one_fetcher_per_model(fleet, expect):
             assert job["fetcher_address"] == addresses[job["fetcher"]]
 
 
+def addresses_of(fleet):
+    return dict((h, d["address"]) for h, d in fleet.items())
+
+
 def test_plan_filter_reports_every_problem_of_every_host():
     fleet = {"s1": {"address": "10.0.0.1", "models": [dict(ENTRY, source=dict(HF, revision="main"))]},
-             "s2": {"address": "10.0.0.2", "models": [dict(ENTRY, name="g", source=dict(HF, gated=True)),
-                                                      {"name": "plain", "model": "x"}]}}
+             "s2": {"address": "10.0.0.2", "models": [{"name": "plain", "model": "x"},
+                                                      dict(ENTRY, name="g", source=dict(HF, gated=True))]}}
     with pytest.raises(AnsibleFilterError) as err:
-        model_store_plan(fleet, "/m")
+        model_store_plan(plan_of(fleet), addresses_of(fleet), "/m")
     text = str(err.value)
     assert "s1: sparkfleet_models[0] (qwen): key 'source.revision' is 'main'" in text
-    assert "s2: sparkfleet_models[0] (g): key 'source.gated'" in text
-    assert model_store_plan(fleet, "/m", require_pinned=False, have_token=True)["s2"][0]["role"] == "fetch"
+    assert "s2: sparkfleet_models[1] (g): key 'source.gated'" in text  # its place in the host's own list
+    got = model_store_plan(plan_of(fleet), addresses_of(fleet), "/m", require_pinned=False, have_token=True)
+    assert [(j["name"], j["role"]) for j in got["s2"]] == [("g", "fetch")]
 
 
 def test_plan_filter_needs_the_fetchers_fabric_address():
     fleet = {"s1": {"address": None, "models": [ENTRY]}, "s2": {"address": "10.0.0.2", "models": [ENTRY]}}
     with pytest.raises(AnsibleFilterError, match="s1, which has no sparkfleet_fabric_address"):
-        model_store_plan(fleet, "/m")
+        model_store_plan(plan_of(fleet), addresses_of(fleet), "/m")
+
+
+# Who holds a model is the fleet plan's: the entry's nodes, ray followers included.
+@pytest.mark.parametrize("fleet, groups, expect", [
+    # group_vars give every host a two-node entry: only its nodes hold it; s3 gets nothing.
+    ({"s1": [dict(ENTRY, nodes=["s2", "s1"])], "s2": [dict(ENTRY, nodes=["s2", "s1"])],
+      "s3": [dict(ENTRY, nodes=["s2", "s1"])]}, None,
+     {"s1": [("receive", "s2")], "s2": [("fetch", "s2")], "s3": []}),
+    # The ray executor: the follower runs no unit of its own, but loads its share in the Ray worker.
+    ({"s1": [dict(ENTRY, nodes=["s1", "s2"], executor="ray")], "s2": [dict(ENTRY, nodes=["s1", "s2"], executor="ray")]},
+     {"s1": ["ray_head"], "s2": ["ray_workers"]},
+     {"s1": [("fetch", "s1")], "s2": [("receive", "s1")]}),
+    # A host not among a model's nodes but serving the same model alone holds it too (one fetch for both).
+    ({"s1": [dict(ENTRY, nodes=["s2"])], "s2": [dict(ENTRY, nodes=["s2"])], "s3": [ENTRY]}, None,
+     {"s1": [], "s2": [("fetch", "s2")], "s3": [("receive", "s2")]}),
+])
+def test_plan_filter_places_a_model_on_the_hosts_the_fleet_plan_gives_it(fleet, groups, expect):
+    fleet = dict((h, {"address": "10.0.0.%s" % h[1:], "models": m}) for h, m in fleet.items())
+    jobs = model_store_plan(plan_of(fleet, groups), addresses_of(fleet), "/m")
+    assert dict((h, [(j["role"], j["fetcher"]) for j in js]) for h, js in jobs.items()) == expect
+
+
+def test_plan_filter_fetches_with_the_first_holder_in_the_order_of_the_addresses():
+    """A model without nodes is fetched by its first holder in inventory order (the play's), not the plan's
+    sorted order."""
+    fleet = {"s2": {"address": "10.0.0.2", "models": [ENTRY]}, "s1": {"address": "10.0.0.1", "models": [ENTRY]}}
+    jobs = model_store_plan(plan_of(fleet), addresses_of(fleet), "/m")
+    assert jobs["s2"][0]["role"] == "fetch" and jobs["s1"][0]["fetcher"] == "s2"
+
+
+def test_plan_filter_wants_the_fleet_plan():
+    with pytest.raises(AnsibleFilterError, match="must be the fleet plan"):
+        model_store_plan({"s1": {"models": [ENTRY], "address": "10.0.0.1"}}, {"s1": "10.0.0.1"}, "/m")
 
 
 # The real size of the weights, from a manifest, for the memory arithmetic.
