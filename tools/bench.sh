@@ -2,7 +2,8 @@
 # make bench: times site.yml on the simulated fleet, from fresh containers (the
 # first converge) and again with nothing to do (the no-op rerun), BENCH_RUNS (3) times each, then places a
 # ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), times the
-# nccl stage on four hosts built once and built everywhere (tools/bench_nccl.py), and writes
+# nccl stage on four hosts built once and built everywhere (tools/bench_nccl.py), times the
+# host-level stages on two and eight hosts (tools/bench_scale.py), and writes
 # the figures with the machine they ran on to bench/results.md. Each run goes
 # through ansible-runner (tools/bench.py): changed counts come from its stats.
 set -euo pipefail
@@ -41,6 +42,14 @@ trap 'rm -f "$before"' EXIT
   echo "(an untimed warm-up); tools/bench_nccl.py, 3 runs of each case."
   echo
   python3 tools/bench_nccl.py --hosts 4 --runs 3
+  echo
+  echo "## Scale: the host-level stages on two and eight hosts"
+  echo
+  echo "site.yml --tags driver,network,nccl (preflight and its facts included; no vLLM) on simulated Sparks of"
+  echo "their own (containers scale-bench-N): a first converge, then no-op reruns that change nothing;"
+  echo "controller CPU is ansible-playbook, its forks and the docker CLI they start; tools/bench_scale.py."
+  echo
+  python3 tools/bench_scale.py --hosts 2,8 --runs "$runs"
 } | tee "$out.tmp"
 # The faults section is make chaos's (tools/chaos.py): keep it.
 if [ -f "$out" ] && grep -q '^## Faults survived' "$out"; then

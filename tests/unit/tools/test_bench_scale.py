@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+"""tools/bench_scale.py: the bench fleet's inventory and the table's ratio to the smallest fleet."""
+
+import json
+import os
+import sys
+
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import bench_scale  # noqa: E402
+
+
+def test_inventory_has_the_sims_host_level_variables_and_no_models(tmp_path):
+    path = bench_scale.inventory(str(tmp_path), 8)
+    with open(path) as handle:
+        data = json.load(handle)
+    assert list(data["sparks"]["hosts"]) == ["scale-bench-%d" % i for i in range(1, 9)]
+    assert data["sparks"]["vars"]["ansible_connection"] == "community.docker.docker"
+    sparks = tmp_path / "group_vars" / "sparks"
+    assert sorted(os.listdir(str(sparks))) == sorted(bench_scale.SIM_GROUP_VARS)
+    for name in bench_scale.SIM_GROUP_VARS:
+        # each link resolves to the file inventories/sim reads, so the bench runs what make demo runs
+        assert os.path.samefile(str(sparks / name), os.path.join(REPO, "inventories", "sim", "group_vars", "sparks", name))
+    seen = set()
+    for name in bench_scale.SIM_GROUP_VARS:
+        with open(str(sparks / name)) as handle:
+            seen.update(yaml.safe_load(handle))
+    assert "sparkfleet_models" not in seen and "sparkfleet_ray_head_host" not in seen
+    assert {"sparkfleet_fabric_address", "nccl_git_url", "nvidia_driver_repository_uris"} <= seen
+    assert os.path.samefile(str(tmp_path / "group_vars" / "all"), os.path.join(REPO, "tests", "sim", "group_vars", "all"))
+
+
+def test_fleet_vars_name_the_containers_of_the_inventory():
+    fleet = bench_scale.fleet_vars(3)
+    assert [p["name"] for p in fleet["sim_platforms"]] == ["scale-bench-1", "scale-bench-2", "scale-bench-3"]
+    assert fleet["sim_network"] == "scale-bench-fabric"
+
+
+def test_table_ratio_is_of_medians_against_the_smallest_fleet():
+    results = {
+        8: {"first": (200.0, 150.0), "noop": [(60.0, 90.0), (62.0, 95.0), (70.0, 99.0)], "ok": 121},
+        2: {"first": (70.0, 30.0), "noop": [(31.0, 23.0), (30.0, 22.0), (40.0, 24.0)], "ok": 121},
+    }
+    lines = bench_scale.table(results, 3, None).splitlines()
+    assert lines[0].startswith("| host-level stages (--tags driver,network,nccl), forks 10 |")
+    assert lines[2] == "| 2 hosts, 3 runs | 70.0 s | 30.0 s | 31.0 s | 23.0 s | 121 | 1.00x |"
+    # 62.0 / 31.0: medians, not minimums or means
+    assert lines[3] == "| 8 hosts, 3 runs | 200.0 s | 60.0 s | 62.0 s | 95.0 s | 121 | 2.00x |"
