@@ -21,6 +21,7 @@ description:
     can be computed instead of guessed.
   - The contents of C(/etc/nccl.conf) and, for given paths, the NCCL library found there, its version
     and the SASS architectures in it (C(cuobjdump --list-elf)) when the tool is present.
+  - The processors this process may run on (what C(nproc) counts), for C(make -j).
   - The installed Debian packages and their versions (C(dpkg-query)), so install tasks skip C(apt) when
     nothing they need is missing instead of asking apt on every run.
   - Every path and command is a parameter so tests point the module at recorded fixture trees.
@@ -154,6 +155,10 @@ ansible_facts:
           description: One entry per library found, C(path), C(version), C(sass_archs), C(has_sm121), C(reason).
           type: list
           elements: dict
+        cpu_count:
+          description: Processors available to this process (C(nproc)), for C(make -j).
+          type: int
+          sample: 20
         packages:
           description:
             - Installed Debian packages, name to version (status C(installed), held or not); null without C(dpkg-query).
@@ -216,6 +221,14 @@ def gather_packages(dpkg_query, run, missing):
         missing.append("packages: dpkg-query failed (rc=%s): %s" % (rc, (err or "").strip()[:200]))
         return None, None
     return parse_dpkg_query(out)
+
+
+def cpu_count():
+    """What nproc prints: the processors of this process's affinity mask."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 def read_text(path):
@@ -599,6 +612,7 @@ def gather(params, run, which):
                           "settings": settings, "lines": lines}
 
     facts["nccl_libraries"] = inspect_nccl(params["nccl_library_paths"], which(params["cuobjdump"]), run)
+    facts["cpu_count"] = cpu_count()
     facts["packages"], facts["packages_held"] = gather_packages(which(params["dpkg_query"]), run, missing)
     facts["missing"] = missing
     return facts

@@ -143,6 +143,11 @@ def test_packages_from_a_recorded_dpkg_query(tmp_path):
                                       "nvidia-utils-580"]
 
 
+def test_cpu_count_is_what_nproc_prints():
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
+    assert facts_of("nominal")["cpu_count"] == int(nproc)
+
+
 def test_a_failing_dpkg_query_is_missing_not_fatal():
     facts = facts_of("nominal", dpkg_query="false")
     assert facts["packages"] is None
@@ -162,7 +167,7 @@ def test_every_variant_gathers_without_error(variant):
     facts = facts_of(variant)
     json.dumps(facts)  # what the module returns must serialise
     assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
-                          "nccl_libraries", "packages", "packages_held", "missing"}
+                          "nccl_libraries", "cpu_count", "packages", "packages_held", "missing"}
     assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
     assert facts["memory"]["unified"] is True
     assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
