@@ -32,11 +32,13 @@ import yaml
 import runner_events
 
 TOP = runner_events.TOP
-# Actions the controller answers without a module call on the host.
+# Actions the controller answers without a module call on the host (the collection's
+# fleet_preflight is an action plugin that reads hostvars only).
 CONTROLLER_ACTIONS = frozenset(
-    "ansible.builtin." + name for name in (
+    ["ansible.builtin." + name for name in (
         "set_fact", "assert", "debug", "fail", "include_tasks", "import_tasks", "include_role", "import_role",
-        "include_vars", "validate_argument_spec", "meta", "add_host", "group_by", "set_stats", "pause"))
+        "include_vars", "validate_argument_spec", "meta", "add_host", "group_by", "set_stats", "pause")]
+    + ["sparkfleet.gb10.fleet_preflight"])
 
 
 def short(action):
