@@ -7,7 +7,8 @@ of which must change nothing.
 
 Beside each wall time it records the controller's CPU time (ansible-playbook, its
 forks and the docker CLI they start: every process of the run on this side of the
-connection), so the table says whether the controller's cores are what limits it.
+connection) and how busy the machine's processors were (the controller and every
+simulated host share them), so the table says whether the cores are what limits it.
 
 The hosts are containers of the sim harness (tests/sim/create.yml) named
 scale-bench-N with the stand-ins of tests/sim/hostlevel_prepare.yml, the inventory's
@@ -59,16 +60,30 @@ def inventory(directory, hosts, forks=None):
     return os.path.join(directory, "hosts.json")
 
 
+def machine_busy(stat="/proc/stat"):
+    """(busy, total) jiffies of all processors since boot: the controller and every container share them."""
+    with open(stat) as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_share(before, after):
+    """Share of the machine's processor time that was busy between two machine_busy() readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total else 0.0
+
+
 def children_cpu():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
 def timed(playbook, inv, what, **kwargs):
-    """(wall seconds, controller CPU seconds, run) of one passing run."""
-    cpu = children_cpu()
+    """(wall seconds, controller CPU seconds, machine busy share, run) of one passing run."""
+    cpu, busy = children_cpu(), machine_busy()
     seconds, run = runner_events.timed_run(playbook, inv, what, "bench-scale", **kwargs)
-    return seconds, children_cpu() - cpu, run
+    return seconds, children_cpu() - cpu, busy_share(busy, machine_busy()), run
 
 
 def changed_total(run):
@@ -96,18 +111,20 @@ def measure(hosts, runs, scratch, forks):
         runner_events.timed_run(os.path.join(sim, "destroy.yml"), inv, "destroy", "bench-scale", extra_vars_files=[fleet])
         runner_events.timed_run(os.path.join(sim, "create.yml"), inv, "create", "bench-scale", extra_vars_files=[fleet])
         runner_events.timed_run(os.path.join(sim, "hostlevel_prepare.yml"), inv, "stand-ins", "bench-scale")
-        wall, cpu, run = timed(SITE, inv, "first converge at %d" % hosts, tags=TAGS)
+        wall, cpu, busy, run = timed(SITE, inv, "first converge at %d" % hosts, tags=TAGS)
         figures["first"] = (wall, cpu)
         print("bench-scale: %d hosts, first converge: %.1f s, controller CPU %.1f s, changed %d"
               % (hosts, wall, cpu, changed_total(run)), file=sys.stderr)
         for number in range(1, runs + 1):
-            wall, cpu, run = timed(SITE, inv, "no-op rerun at %d" % hosts, tags=TAGS)
+            wall, cpu, busy, run = timed(SITE, inv, "no-op rerun at %d" % hosts, tags=TAGS)
             changed = changed_total(run)
-            print("bench-scale: %d hosts, no-op rerun %d: %.1f s, controller CPU %.1f s, changed %d, ok per host %d"
-                  % (hosts, number, wall, cpu, changed, ok_per_host(run)), file=sys.stderr)
+            print("bench-scale: %d hosts, no-op rerun %d: %.1f s, controller CPU %.1f s, machine busy %.0f%%, "
+                  "changed %d, ok per host %d" % (hosts, number, wall, cpu, 100 * busy, changed, ok_per_host(run)),
+                  file=sys.stderr)
             if changed:
                 raise SystemExit("bench-scale: the no-op rerun at %d hosts changed %d task(s)" % (hosts, changed))
             figures["noop"].append((wall, cpu))
+            figures.setdefault("busy", []).append(busy)
             figures["ok"] = ok_per_host(run)
     finally:
         runner_events.timed_run(os.path.join(sim, "destroy.yml"), inv, "destroy", "bench-scale", extra_vars_files=[fleet])
@@ -118,15 +135,16 @@ def table(results, runs, forks):
     base = min(results)
     base_median = statistics.median(w for w, _ in results[base]["noop"])
     lines = ["| host-level stages (--tags %s), forks %s | first converge | no-op min | no-op median "
-             "| controller CPU per no-op (median) | tasks ok per host | no-op vs %d hosts |" % (TAGS, forks or "10", base),
-             "|---|---|---|---|---|---|---|"]
+             "| controller CPU per no-op (median) | machine busy during no-op (median, %d cores) | tasks ok per host "
+             "| no-op vs %d hosts |" % (TAGS, forks or "10", os.cpu_count(), base),
+             "|---|---|---|---|---|---|---|---|"]
     for hosts in sorted(results):
         figures = results[hosts]
         walls = [w for w, _ in figures["noop"]]
         cpus = [c for _, c in figures["noop"]]
-        lines.append("| %d hosts, %d runs | %.1f s | %.1f s | %.1f s | %.1f s | %d | %.2fx |" % (
+        lines.append("| %d hosts, %d runs | %.1f s | %.1f s | %.1f s | %.1f s | %.0f%% | %d | %.2fx |" % (
             hosts, runs, figures["first"][0], min(walls), statistics.median(walls), statistics.median(cpus),
-            figures["ok"], statistics.median(walls) / base_median))
+            100 * statistics.median(figures["busy"]), figures["ok"], statistics.median(walls) / base_median))
     return "\n".join(lines)
 
 

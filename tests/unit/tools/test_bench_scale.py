@@ -41,11 +41,22 @@ def test_fleet_vars_name_the_containers_of_the_inventory():
 
 def test_table_ratio_is_of_medians_against_the_smallest_fleet():
     results = {
-        8: {"first": (200.0, 150.0), "noop": [(60.0, 90.0), (62.0, 95.0), (70.0, 99.0)], "ok": 121},
-        2: {"first": (70.0, 30.0), "noop": [(31.0, 23.0), (30.0, 22.0), (40.0, 24.0)], "ok": 121},
+        8: {"first": (200.0, 150.0), "noop": [(60.0, 90.0), (62.0, 95.0), (70.0, 99.0)], "ok": 121,
+            "busy": [0.97, 0.99, 0.98]},
+        2: {"first": (70.0, 30.0), "noop": [(31.0, 23.0), (30.0, 22.0), (40.0, 24.0)], "ok": 121,
+            "busy": [0.6, 0.7, 0.65]},
     }
     lines = bench_scale.table(results, 3, None).splitlines()
     assert lines[0].startswith("| host-level stages (--tags driver,network,nccl), forks 10 |")
-    assert lines[2] == "| 2 hosts, 3 runs | 70.0 s | 30.0 s | 31.0 s | 23.0 s | 121 | 1.00x |"
+    assert lines[2] == "| 2 hosts, 3 runs | 70.0 s | 30.0 s | 31.0 s | 23.0 s | 65% | 121 | 1.00x |"
     # 62.0 / 31.0: medians, not minimums or means
-    assert lines[3] == "| 8 hosts, 3 runs | 200.0 s | 60.0 s | 62.0 s | 95.0 s | 121 | 2.00x |"
+    assert lines[3] == "| 8 hosts, 3 runs | 200.0 s | 60.0 s | 62.0 s | 95.0 s | 98% | 121 | 2.00x |"
+
+
+def test_busy_share_between_two_readings(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
+    before = bench_scale.machine_busy(str(stat))
+    assert before == (200, 1000)  # idle and iowait are not busy
+    stat.write_text("cpu  250 0 150 800 100 0 0 0 0 0\n")
+    assert bench_scale.busy_share(before, bench_scale.machine_busy(str(stat))) == 200 / 300
