@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env, nccl_env_vars, FilterModule
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts as m
+from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gb10"))
 FABRIC = {"interface": "enp1s0f1np1", "address": "192.168.100.10"}
@@ -47,18 +48,7 @@ def run(argv):
 
 def facts(variant):
     root = os.path.join(FIXTURES, variant)
-    params = {
-        "sysfs_net": os.path.join(root, "sys/class/net"),
-        "sysfs_infiniband": os.path.join(root, "sys/class/infiniband"),
-        "proc_driver_version": os.path.join(root, "proc/driver/nvidia/version"),
-        "meminfo": os.path.join(root, "proc/meminfo"),
-        "nccl_conf": os.path.join(root, "etc/nccl.conf"),
-        "nvidia_smi": os.path.join(root, "bin/nvidia-smi"),
-        "cuobjdump": os.path.join(root, "bin/cuobjdump"),
-        "ip_command": os.path.join(root, "bin/ip"),
-        "nccl_library_paths": [],
-        "netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
-    }
+    params = fixture_params(root)
     return m.gather(params, run, lambda n: n if os.sep in n else shutil.which(n))
 
 

@@ -31,6 +31,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN)
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
+from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 FIXTURES = os.path.join(TOP, "tests", "fixtures", "gb10")
@@ -52,18 +53,7 @@ def facts(variant="nominal"):
     """ansible_facts.gb10 as host_facts gathers it from a recorded GB10 shape (tests/fixtures/gb10)."""
     if variant not in _FACTS:
         root = os.path.join(FIXTURES, variant)
-        params = {
-            "sysfs_net": os.path.join(root, "sys/class/net"),
-            "sysfs_infiniband": os.path.join(root, "sys/class/infiniband"),
-            "proc_driver_version": os.path.join(root, "proc/driver/nvidia/version"),
-            "meminfo": os.path.join(root, "proc/meminfo"),
-            "nccl_conf": os.path.join(root, "etc/nccl.conf"),
-            "nvidia_smi": os.path.join(root, "bin/nvidia-smi"),
-            "cuobjdump": os.path.join(root, "bin/cuobjdump"),
-            "ip_command": os.path.join(root, "bin/ip"),
-            "nccl_library_paths": [],
-            "netdev_pattern": rulebook.setting("qsfp_netdev_pattern"),
-        }
+        params = fixture_params(root, netdev_pattern=rulebook.setting("qsfp_netdev_pattern"))
         _FACTS[variant] = gb10_facts.gather(params, _run, lambda n: n if os.sep in n else shutil.which(n))
     return copy.deepcopy(_FACTS[variant])
 

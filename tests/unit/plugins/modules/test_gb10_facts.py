@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts as m
+from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gb10"))
 VARIANTS = sorted(d for d in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, d)))
@@ -29,22 +30,8 @@ def which(name):
 
 
 def params_for(root, **over):
-    params = {
-        "sysfs_net": os.path.join(root, "sys/class/net"),
-        "sysfs_infiniband": os.path.join(root, "sys/class/infiniband"),
-        "proc_driver_version": os.path.join(root, "proc/driver/nvidia/version"),
-        "meminfo": os.path.join(root, "proc/meminfo"),
-        "nccl_conf": os.path.join(root, "etc/nccl.conf"),
-        "nvidia_smi": os.path.join(root, "bin/nvidia-smi"),
-        "cuobjdump": os.path.join(root, "bin/cuobjdump"),
-        "ip_command": os.path.join(root, "bin/ip"),
-        "nccl_library_paths": [os.path.join(root, "lib/nccl")],
-        # The fixture trees record no packages: an empty list (true prints nothing).
-        "dpkg_query": "true",
-        "netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
-    }
-    params.update(over)
-    return params
+    over.setdefault("nccl_library_paths", [os.path.join(root, "lib/nccl")])
+    return fixture_params(root, **over)
 
 
 def facts_of(variant, **over):
