@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: times site.yml on the simulated fleet, from fresh containers (the
-# first converge) and again with nothing to do (the no-op rerun), BENCH_RUNS (3) times each, then places a
+# first converge) and again with nothing to do (the no-op rerun), BENCH_RUNS (3) times each, writes down
+# the no-op rerun's floor (tools/bench_floor.py), then places a
 # ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), times the
 # nccl stage on four hosts built once and built everywhere (tools/bench_nccl.py), times the
 # host-level stages on two and eight hosts (tools/bench_scale.py), and writes
@@ -27,6 +28,13 @@ trap 'rm -f "$before"' EXIT
   echo "|---|---|---|---|---|---|"
   python3 tools/bench.py first-converge --fresh --runs "$runs" --before "$before"
   python3 tools/bench.py no-op-rerun --no-op --runs "$runs" --before "$before"
+  echo
+  echo "## The floor of the no-op rerun"
+  echo
+  echo "On the fleet the no-op runs left: one trivial task of each kind timed over the same connection,"
+  echo "times the tasks one more no-op rerun runs on its busiest host (tools/bench_floor.py)."
+  echo
+  python3 tools/bench_floor.py
   echo
   echo "## Model weights on the two simulated hosts"
   echo

@@ -113,9 +113,11 @@ def main(argv=None):
     if changed:
         raise SystemExit("bench-floor: the rerun changed tasks (%s); the floor is of a no-op rerun" % changed)
     per_host, module_tasks = tally(run.events)
-    for duration, host, task, calls in sorted(module_tasks, reverse=True)[:15]:
-        print("bench-floor: %5.1f s above %.2f s x %d call(s): %s: %s"
-              % (duration - calls * cost["module"], cost["module"], calls, host, task), file=sys.stderr)
+    above = sorted(((duration - calls * cost["module"], calls, host, task)
+                    for duration, host, task, calls in module_tasks), reverse=True)
+    for seconds, calls, host, task in above[:15]:
+        print("bench-floor: %5.1f s above %.2f s x %d call(s): %s: %s" % (seconds, cost["module"], calls, host, task),
+              file=sys.stderr)
     low = floor(per_host, cost)
     print("| one trivial task, all hosts in parallel | module on the host %.2f s | controller-side %.3f s | skipped %.3f s |"
           % (cost["module"], cost["controller"], cost["skipped"]))
