@@ -100,7 +100,17 @@ def ray_gcs_port(head, hostvars=None):
     return port
 
 
+def ray_head_port(head, hostvars=None, name="gcs"):
+    """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray_head role's default)."""
+    head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}
+    port = fp.head_port(name, head_vars)
+    if port is None:
+        raise AnsibleFilterError("ray_head_port: %s: ray_head_ports has no %s port" % (head, name))
+    return port
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port}
+        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port,
+                "ray_head_port": ray_head_port}
