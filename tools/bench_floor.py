@@ -41,6 +41,12 @@ CONTROLLER_ACTIONS = frozenset(
     + ["sparkfleet.gb10.fleet_preflight"])
 
 
+# Actions that make two module calls for a file that is already right: a stat to compare
+# checksums, then the file module to settle owner, group and mode (ansible-core's copy action,
+# which template hands its rendered file to).
+TWO_CALL_ACTIONS = frozenset(("ansible.builtin.copy", "ansible.builtin.template"))
+
+
 def short(action):
     return action if "." in action else "ansible.builtin." + action
 
@@ -68,11 +74,14 @@ def costs(inventory, count, scratch):
 
 
 def calls_of(event):
-    """Module calls on the host of one result event (a loop's items each count; skipped items do not)."""
-    res = event["event_data"].get("res") or {}
+    """Module calls on the host of one result event (a loop's items each count; skipped items do not;
+    copy and template count two each)."""
+    data = event["event_data"]
+    res = data.get("res") or {}
+    per_item = 2 if short(data.get("resolved_action") or data.get("task_action") or "") in TWO_CALL_ACTIONS else 1
     if "results" in res and isinstance(res["results"], list):
-        return sum(1 for item in res["results"] if not (isinstance(item, dict) and item.get("skipped")))
-    return 1
+        return per_item * sum(1 for item in res["results"] if not (isinstance(item, dict) and item.get("skipped")))
+    return per_item
 
 
 def tally(events):
