@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import sys
 import tempfile
 
@@ -116,7 +117,10 @@ def main(argv=None):
     parser.add_argument("--probe-tasks", type=int, default=40)
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="sparkfleet-bench-floor.")
-    cost = costs(args.inventory, args.probe_tasks, scratch)
+    try:
+        cost = costs(args.inventory, args.probe_tasks, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     wall, run = runner_events.timed_run(os.path.join(TOP, "site.yml"), args.inventory, "no-op rerun", "bench-floor")
     changed = runner_events.changed_hosts(run.stats)
     if changed:
@@ -136,8 +140,9 @@ def main(argv=None):
         print("| %s: tasks of the no-op rerun | %d module calls | %d controller-side | %d skipped |"
               % (host, counts["module"], counts["controller"], counts["skipped"]))
     print()
-    print("Floor (the busiest host's counts x the trivial costs): %.1f s; the rerun measured with it: %.1f s, "
-          "so %.1f s is the tasks' own work (gates' waits, checksums, templating)." % (low, wall, wall - low))
+    print("Floor (the busiest host's counts x the trivial costs, a lower bound: the linear strategy waits for the "
+          "slowest host at every task): %.1f s; the rerun measured with it: %.1f s, so %.1f s is the tasks' own work "
+          "(gates' waits, checksums, templating) and the hosts' differences." % (low, wall, wall - low))
     return 0
 
 
