@@ -21,6 +21,7 @@ its runs. Prints the markdown table on stdout, one line per run on stderr.
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import resource
@@ -61,11 +62,13 @@ def inventory(directory, hosts, forks=None):
 
 
 def machine_busy(stat="/proc/stat"):
-    """(busy, total) jiffies of all processors since boot: the controller and every container share them."""
+    """(busy, total) jiffies of all processors since boot: the controller and every container share them.
+    Busy: user, nice, system, irq, softirq; idle: idle and iowait (guest time is inside user already,
+    steal is another machine's)."""
     with open(stat) as handle:
-        fields = [int(x) for x in handle.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
+        fields = [int(x) for x in handle.readline().split()[1:]] + [0] * 10
+    busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6]
+    return busy, busy + fields[3] + fields[4]
 
 
 def busy_share(before, after):
@@ -104,9 +107,7 @@ def measure(hosts, runs, scratch, forks):
     with open(fleet, "w") as handle:
         json.dump(fleet_vars(hosts), handle)
     sim = os.path.join(TOP, "tests", "sim")
-    figures = {"noop": []}
-    if forks:
-        os.environ["ANSIBLE_FORKS"] = str(forks)
+    figures = {"noop": [], "busy": []}
     try:
         runner_events.timed_run(os.path.join(sim, "destroy.yml"), inv, "destroy", "bench-scale", extra_vars_files=[fleet])
         runner_events.timed_run(os.path.join(sim, "create.yml"), inv, "create", "bench-scale", extra_vars_files=[fleet])
@@ -124,11 +125,20 @@ def measure(hosts, runs, scratch, forks):
             if changed:
                 raise SystemExit("bench-scale: the no-op rerun at %d hosts changed %d task(s)" % (hosts, changed))
             figures["noop"].append((wall, cpu))
-            figures.setdefault("busy", []).append(busy)
+            figures["busy"].append(busy)
             figures["ok"] = ok_per_host(run)
     finally:
         runner_events.timed_run(os.path.join(sim, "destroy.yml"), inv, "destroy", "bench-scale", extra_vars_files=[fleet])
     return figures
+
+
+def configured_forks():
+    """forks as ansible-playbook will use them here: ANSIBLE_FORKS, else ansible.cfg's, else Ansible's 5."""
+    if os.environ.get("ANSIBLE_FORKS"):
+        return int(os.environ["ANSIBLE_FORKS"])
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(os.environ.get("ANSIBLE_CONFIG") or os.path.join(TOP, "ansible.cfg"))
+    return parser.getint("defaults", "forks", fallback=5)
 
 
 def table(results, runs, forks):
@@ -136,7 +146,7 @@ def table(results, runs, forks):
     base_median = statistics.median(w for w, _ in results[base]["noop"])
     lines = ["| host-level stages (--tags %s), forks %s | first converge | no-op min | no-op median "
              "| controller CPU per no-op (median) | machine busy during no-op (median, %d cores) | tasks ok per host "
-             "| no-op vs %d hosts |" % (TAGS, forks or "10", os.cpu_count(), base),
+             "| no-op vs %d hosts |" % (TAGS, forks, os.cpu_count(), base),
              "|---|---|---|---|---|---|---|---|"]
     for hosts in sorted(results):
         figures = results[hosts]
@@ -154,13 +164,23 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--forks", type=int, default=None, help="ansible's forks (default: ansible.cfg's)")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     sizes = sorted(int(n) for n in args.hosts.split(","))
     scratch = tempfile.mkdtemp(prefix="sparkfleet-bench-scale.")
+    saved = os.environ.get("ANSIBLE_FORKS")
+    if args.forks:
+        os.environ["ANSIBLE_FORKS"] = str(args.forks)
     try:
+        forks = configured_forks()
         results = dict((hosts, measure(hosts, args.runs, scratch, args.forks)) for hosts in sizes)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(table(results, args.runs, args.forks))
+        if saved is None:
+            os.environ.pop("ANSIBLE_FORKS", None)
+        else:
+            os.environ["ANSIBLE_FORKS"] = saved
+    print(table(results, args.runs, forks))
     return 0
 
 

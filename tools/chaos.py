@@ -98,6 +98,11 @@ DEMO_INVENTORY = os.path.join(REPO, "inventories", "sim")
 # The fabric port's name on the simulated Sparks, as the sim inventory gives it to the roles.
 with open(os.path.join(DEMO_INVENTORY, "group_vars", "sparks", "fabric.yml")) as _handle:
     FABRIC_IFNAME = yaml.safe_load(_handle)["sparkfleet_fabric_ifname"]
+# The head's dashboard port and the cluster token's path, from their home (the ray_head role's defaults).
+sys.path.insert(0, os.path.join(REPO, "collections"))
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
+RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
+RAY_TOKEN_FILE = fleet_plan.load_role_default("ray_head", "ray_head_auth_token_file")
 INDEPENDENT = os.path.join(REPO, "inventories", "sim-independent")
 # The models of inventories/sim-independent (host -> model) and the setting the roll changes.
 INDEPENDENT_MODELS = {HEAD: "tiny-a", FOLLOWER: "tiny-b"}
@@ -180,8 +185,9 @@ def serving(key):
 
 
 def ray_members_alive():
-    out = sh(HEAD, "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/etc/sparkfleet/ray/auth_token /opt/sparkfleet/venv/bin/ray "
-                   "list nodes --address=http://127.0.0.1:8265 --format=json --filter state=ALIVE 2>/dev/null", timeout=60)
+    out = sh(HEAD, "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=%s /opt/sparkfleet/venv/bin/ray list nodes "
+                   "--address=http://127.0.0.1:%d --format=json --filter state=ALIVE 2>/dev/null"
+             % (RAY_TOKEN_FILE, RAY_DASHBOARD_PORT), timeout=60)
     try:
         return len(json.loads(out.stdout)) if out.returncode == 0 else 0
     except ValueError:

@@ -46,7 +46,7 @@ _value:
   description:
     - C(hosts) (per host C(models), C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
       model's C(name), C(nodes), C(head), C(executor), C(master_addr), C(master_port), C(port)) and C(ray) (per
-      cluster C(members), C(head), C(workers), C(gcs_port), C(address)).
+      cluster C(members), C(head), C(workers), C(gcs_port), C(dashboard_port), C(address)).
     - A service is C(name), C(unit), C(port), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
       C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster) (the C(vllm_args) cluster), C(entry) (without
       placement keys) and C(model) (the entry as written).
@@ -91,16 +91,22 @@ def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=fp.DE
         raise AnsibleFilterError("fleet_services: %s" % exc)
 
 
-def ray_gcs_port(head, hostvars=None):
-    """The GCS port of the Ray head ``head`` (its ``ray_head_ports.gcs``, else the ray_head role's default)."""
+def ray_head_port(head, hostvars=None, name="gcs"):
+    """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray_head role's default)."""
     head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}
-    port = fp.gcs_port(head_vars)
+    port = fp.head_port(name, head_vars)
     if port is None:
-        raise AnsibleFilterError("ray_gcs_port: %s: ray_head_ports has no gcs port" % head)
+        raise AnsibleFilterError("ray_head_port: %s: ray_head_ports has no %s port" % (head, name))
     return port
+
+
+def ray_gcs_port(head, hostvars=None):
+    """The GCS port of the Ray head ``head``: ``ray_head_port`` of ``gcs``."""
+    return ray_head_port(head, hostvars, "gcs")
 
 
 class FilterModule(object):
 
     def filters(self):
-        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port}
+        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port,
+                "ray_head_port": ray_head_port}

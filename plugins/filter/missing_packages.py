@@ -20,7 +20,8 @@ description:
 - Returns the entries of the list that C(ansible_facts.gb10.packages) (read by C(sparkfleet.gb10.gb10_facts)) does
   not show installed. Install tasks skip C(apt) when it is empty.
 - Without those facts every entry is returned, so C(apt) decides as before.
-- C(name=version) counts as installed only at a version starting with the given one.
+- C(name=version) counts as installed only at exactly that version (C(name=1.2*) at one starting with 1.2);
+  what the facts cannot settle (C(name:arch), C(name>=1.0), globs) counts as missing, so C(apt) decides.
 options:
   _input:
     description: Package names as C(apt) takes them (C(name), C(name:arch), C(name=version)).
@@ -51,15 +52,17 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-# apt's name forms: name, name=version, name:arch, name>=... is not apt's; name* globs are refused.
-_NAME_RE = re.compile(r"^([a-z0-9][a-z0-9+.-]*)(?::[a-z0-9-]+)?(?:=(.+))?$")
+# What the facts can settle: a plain Debian package name, optionally =version (or =version*).
+_NAME_RE = re.compile(r"^([a-z0-9][a-z0-9+.-]*)(?:=([^=<>*]+\*?))?$")
 
 
 def missing_packages(names, facts=None):
     """``names``: what the role installs (apt's ``name``); ``facts``: ``ansible_facts``.
 
-    Returns the names still to install, in their given order. A ``name=version`` entry counts as
-    installed only at a version starting with the given one (apt's ``=1.2*`` form included).
+    Returns the names still to install, in their given order. ``name=version`` counts as installed
+    only at exactly that version (``name=1.2*``: at a version starting with 1.2). Whatever the facts
+    cannot settle (``name:arch``, a comparison such as ``name>=1.0``, a glob) counts as missing, so
+    apt decides.
     """
     if isinstance(names, str):
         names = [names]
@@ -71,12 +74,12 @@ def missing_packages(names, facts=None):
     missing = []
     for entry in names:
         match = _NAME_RE.match(str(entry))
-        if not match:
-            raise AnsibleFilterError("missing_packages: %r is not a Debian package name (name, name:arch or "
-                                     "name=version)" % (entry,))
-        name, version = match.group(1), match.group(2)
-        have = installed.get(name)
-        if have is None or (version is not None and not have.startswith(version.rstrip("*"))):
+        have = installed.get(match.group(1)) if match else None
+        if have is None:
+            missing.append(entry)
+            continue
+        version = match.group(2)
+        if version is not None and not (have.startswith(version[:-1]) if version.endswith("*") else have == version):
             missing.append(entry)
     return missing
 

@@ -67,7 +67,9 @@ def model_store_plan(fleet_plan, addresses, store_dir, require_pinned=True, have
                                  "and addresses {host: fabric address}, got %r, %r" % (fleet_plan, addresses))
     problems = []
     holders = {}
-    for host in list(addresses) + [h for h in hosts if h not in addresses]:
+    # The play's hosts only (addresses has one entry each): a host of the plan outside the play
+    # (--limit) neither fetches nor receives in this run.
+    for host in addresses:
         mine = []
         for place in (hosts.get(host) or {}).get("models") or []:
             entry = place["model"]

@@ -195,18 +195,23 @@ def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):
     return dict(load_role_default(role, role + "_ports", roles_dir) or {})
 
 
-def gcs_port(head_vars=None, roles_dir=ROLES_DIR):
-    """The GCS port of a Ray cluster: ``ray_head_ports.gcs`` of its head (the inventory's map on the
-    head, else the ray_head role's default). Workers, the vLLM ray executor and verify all take it
-    from here."""
-    port = ray_ports("ray_head", head_vars, roles_dir).get("gcs")
+def head_port(name, head_vars=None, roles_dir=ROLES_DIR):
+    """One port of a Ray head, ``ray_head_ports[name]`` (the inventory's map on the head, else the
+    ray_head role's default); None when the map has no such port."""
+    port = ray_ports("ray_head", head_vars, roles_dir).get(name)
     if isinstance(port, str) and port.strip().isdigit():
         port = int(port)
     return port
 
 
+def gcs_port(head_vars=None, roles_dir=ROLES_DIR):
+    """The GCS port of a Ray cluster: ``ray_head_ports.gcs`` of its head. Workers, the vLLM ray
+    executor and verify all take it from here."""
+    return head_port("gcs", head_vars, roles_dir)
+
+
 def ray_clusters(fleet, roles_dir=ROLES_DIR):
-    """``{cluster: {members, head, workers, gcs_port, address}}`` of the hosts in group ray_head or
+    """``{cluster: {members, head, workers, gcs_port, dashboard_port, address}}`` of the hosts in group ray_head or
     ray_workers. The head is the cluster's host of group ray_head (None unless exactly one)."""
     clusters = {}
     for host in sorted(fleet):
@@ -226,6 +231,7 @@ def ray_clusters(fleet, roles_dir=ROLES_DIR):
             "head": head,
             "workers": [h for h, role in members if role == "ray_worker"],
             "gcs_port": port,
+            "dashboard_port": head_port("dashboard", fleet[head], roles_dir) if head else None,
             "address": "%s:%s" % (address, port) if head and address else None,
         }
     return out
@@ -254,7 +260,7 @@ def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
 
     ``{"hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
        "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
-       "ray": {cluster: {members, head, workers, gcs_port, address}}}``.
+       "ray": {cluster: {members, head, workers, gcs_port, dashboard_port, address}}}``.
 
     Raises PlanError for an inventory that cannot be planned: an entry that is not a mapping, nodes
     that are not inventory hosts, a multi-node model whose members do not all carry it, a Ray cluster

@@ -38,6 +38,15 @@ def test_loop_items_count_as_calls_and_skipped_items_do_not():
     assert module_tasks == [(2.0, "h", "t", 2)]
 
 
+def test_copy_and_template_are_two_calls_each():
+    def ok(action, res):
+        return {"event": "runner_on_ok", "event_data": {"host": "h", "task": action, "task_action": action,
+                                                          "duration": 1.0, "res": res}}
+    per_host, _ = bench_floor.tally([ok("ansible.builtin.template", {}), ok("copy", {"results": [{}, {}]}),
+                                     ok("ansible.builtin.stat", {})])
+    assert per_host["h"]["module"] == 2 + 4 + 1
+
+
 def test_floor_is_the_busiest_hosts():
     per_host = {"a": {"module": 100, "controller": 50, "skipped": 10}, "b": {"module": 90, "controller": 80, "skipped": 0}}
     cost = {"module": 0.4, "controller": 0.04, "skipped": 0.02}

@@ -46,7 +46,7 @@ def test_table_ratio_is_of_medians_against_the_smallest_fleet():
         2: {"first": (70.0, 30.0), "noop": [(31.0, 23.0), (30.0, 22.0), (40.0, 24.0)], "ok": 121,
             "busy": [0.6, 0.7, 0.65]},
     }
-    lines = bench_scale.table(results, 3, None).splitlines()
+    lines = bench_scale.table(results, 3, 10).splitlines()
     assert lines[0].startswith("| host-level stages (--tags driver,network,nccl), forks 10 |")
     assert lines[2] == "| 2 hosts, 3 runs | 70.0 s | 30.0 s | 31.0 s | 23.0 s | 65% | 121 | 1.00x |"
     # 62.0 / 31.0: medians, not minimums or means
@@ -55,8 +55,24 @@ def test_table_ratio_is_of_medians_against_the_smallest_fleet():
 
 def test_busy_share_between_two_readings(tmp_path):
     stat = tmp_path / "stat"
-    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  100 0 100 700 100 0 0 50 40 0\ncpu0 1 2 3\n")
     before = bench_scale.machine_busy(str(stat))
-    assert before == (200, 1000)  # idle and iowait are not busy
-    stat.write_text("cpu  250 0 150 800 100 0 0 0 0 0\n")
+    assert before == (200, 1000)  # idle and iowait are not busy; steal and guest (inside user) not counted
+    stat.write_text("cpu  250 0 150 800 100 0 0 90 80 0\n")
     assert bench_scale.busy_share(before, bench_scale.machine_busy(str(stat))) == 200 / 300
+
+
+def test_forks_come_from_the_environment_else_ansible_cfg(monkeypatch, tmp_path):
+    monkeypatch.setenv("ANSIBLE_FORKS", "32")
+    assert bench_scale.configured_forks() == 32
+    monkeypatch.delenv("ANSIBLE_FORKS")
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[defaults]\nforks = 17\n")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(cfg))
+    assert bench_scale.configured_forks() == 17
+    monkeypatch.delenv("ANSIBLE_CONFIG")
+    import configparser
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(os.path.join(REPO, "ansible.cfg"))
+    assert bench_scale.configured_forks() == parser.getint("defaults", "forks")

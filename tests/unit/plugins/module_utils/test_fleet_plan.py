@@ -263,3 +263,17 @@ def test_the_gcs_port_has_one_home():
     assert plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001
     with pytest.raises(AnsibleFilterError, match="no gcs port"):
         plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"dashboard": 8265}}})
+
+
+def test_the_dashboard_port_has_one_home():
+    # the ray_worker role's membership check and the plan read the head's map, not a copy of 8265
+    default = fp.load_role_default("ray_head", "ray_head_ports")["dashboard"]
+    assert plan_filter.ray_head_port("h", {"h": {}}, "dashboard") == default
+    assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 1, "dashboard": "9265"}}}, "dashboard") == 9265
+    assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001
+    with pytest.raises(AnsibleFilterError, match="no dashboard port"):
+        plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}, "dashboard")
+    fleet = {"a": {"group_names": ["sparks", "ray_head"], "ray_head_ports": {"gcs": 7000, "dashboard": 9265}},
+             "b": {"group_names": ["sparks", "ray_workers"]}}
+    (cluster,) = fp.ray_clusters(fleet).values()
+    assert (cluster["gcs_port"], cluster["dashboard_port"]) == (7000, 9265)

@@ -308,3 +308,13 @@ def test_model_store_weights_filter_names_each_model_with_weights():
     assert model_store_weights(manifests) == {"q": 7}
     with pytest.raises(AnsibleFilterError, match="the manifest of q"):
         model_store_weights({"q": ["a.safetensors"]})
+
+
+def test_plan_filter_under_limit_keeps_to_the_plays_hosts():
+    # --limit s2: the plan is the whole fleet's (s1 is still a node of the model), but only s2 is in the
+    # play, so s2 fetches it itself and s1 gets no job.
+    fleet = {"s1": {"address": "10.0.0.1", "models": [dict(ENTRY, nodes=["s1", "s2"])]},
+             "s2": {"address": "10.0.0.2", "models": [dict(ENTRY, nodes=["s1", "s2"])]}}
+    jobs = model_store_plan(plan_of(fleet), {"s2": "10.0.0.2"}, "/m")
+    assert list(jobs) == ["s2"]
+    assert [(j["role"], j["fetcher"]) for j in jobs["s2"]] == [("fetch", "s2")]

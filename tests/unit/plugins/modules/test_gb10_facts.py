@@ -131,7 +131,8 @@ def test_packages_from_a_recorded_dpkg_query(tmp_path):
 
 
 def test_cpu_count_is_what_nproc_prints():
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
+    env = dict((k, v) for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_THREAD_LIMIT"))
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True, env=env).stdout.strip()
     assert facts_of("nominal")["cpu_count"] == int(nproc)
 
 
