@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+"""host_files: each entry settled in order and reported on its own; check mode changes nothing; a file that
+fails its check never lands; attributes are set before the file can be read; no change on a second run."""
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.modules import host_files as m
+
+UID = os.getuid()
+GID = os.getgid()
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.lstat(str(path)).st_mode)
+
+
+def entries(tmp_path):
+    return [
+        {"path": str(tmp_path / "etc"), "state": "directory", "mode": "0750"},
+        {"path": str(tmp_path / "etc" / "a.conf"), "content": "a=1\n", "mode": "0640"},
+        {"path": str(tmp_path / "etc" / "b.env"), "content": "TOKEN=x\n", "mode": 0o600, "secret": True},
+        {"path": str(tmp_path / "etc" / "link"), "state": "link", "src": "a.conf"},
+        {"path": str(tmp_path / "etc" / "gone"), "state": "absent"},
+    ]
+
+
+def test_first_run_creates_each_entry_and_reports_it(tmp_path):
+    results, _ = m.settle_all(entries(tmp_path))
+    assert [r["changed"] for r in results] == [True, True, True, True, False]
+    assert [r["what"] for r in results] == [["created"], ["created"], ["created"], ["created"], []]
+    assert mode_of(tmp_path / "etc") == 0o750
+    assert (tmp_path / "etc" / "a.conf").read_text() == "a=1\n"
+    assert mode_of(tmp_path / "etc" / "a.conf") == 0o640
+    assert mode_of(tmp_path / "etc" / "b.env") == 0o600
+    assert os.readlink(str(tmp_path / "etc" / "link")) == "a.conf"
+    # no temporary file is left beside them
+    assert sorted(os.listdir(str(tmp_path / "etc"))) == ["a.conf", "b.env", "link"]
+
+
+def test_second_run_changes_nothing(tmp_path):
+    m.settle_all(entries(tmp_path))
+    results, diffs = m.settle_all(entries(tmp_path), want_diff=True)
+    assert [r["changed"] for r in results] == [False] * 5
+    assert diffs == []
+
+
+def test_only_what_differs_is_reported(tmp_path):
+    m.settle_all(entries(tmp_path))
+    os.chmod(str(tmp_path / "etc" / "a.conf"), 0o644)
+    (tmp_path / "etc" / "b.env").write_text("TOKEN=old\n")
+    (tmp_path / "etc" / "gone").write_text("x")
+    results, diffs = m.settle_all(entries(tmp_path), want_diff=True)
+    assert {r["path"]: r["what"] for r in results if r["changed"]} == {
+        str(tmp_path / "etc" / "a.conf"): ["mode"],
+        str(tmp_path / "etc" / "b.env"): ["content"],
+        str(tmp_path / "etc" / "gone"): ["removed"],
+    }
+    assert mode_of(tmp_path / "etc" / "a.conf") == 0o640
+    assert (tmp_path / "etc" / "b.env").read_text() == "TOKEN=x\n"
+    assert not (tmp_path / "etc" / "gone").exists()
+    # the secret's content is in no diff
+    assert all("TOKEN" not in d["before"] + d["after"] for d in diffs)
+    assert any(d["before_header"] == str(tmp_path / "etc" / "b.env") for d in diffs)
+
+
+def test_content_change_keeps_unmanaged_attributes(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("old\n")
+    os.chmod(str(path), 0o604)
+    results, _ = m.settle_all([{"path": str(path), "content": "new\n"}])
+    assert results[0]["what"] == ["content"]
+    assert path.read_text() == "new\n"
+    assert mode_of(path) == 0o604
+
+
+def test_check_mode_reports_and_changes_nothing(tmp_path):
+    results, diffs = m.settle_all(entries(tmp_path), check=True, want_diff=True)
+    assert [r["changed"] for r in results] == [True, True, True, True, False]
+    assert os.listdir(str(tmp_path)) == []
+    assert [d["after"] for d in diffs][:2] == ["directory\n", "a=1\n"]
+
+
+def test_a_file_that_fails_its_check_never_lands(tmp_path):
+    path = tmp_path / "table.nft"
+    path.write_text("good\n")
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        with open(argv[-1]) as handle:
+            assert handle.read() == "bad\n"  # the check reads the new content, in a file beside the old
+        assert os.path.dirname(argv[-1]) == str(tmp_path)
+        return 1, "", "syntax error, line 1"
+
+    later = tmp_path / "later"
+    with pytest.raises(m.SettleError) as err:
+        m.settle_all([{"path": str(tmp_path / "first"), "content": "1\n"},
+                      {"path": str(path), "content": "bad\n", "validate": "nft -c -f %s"},
+                      {"path": str(later), "content": "2\n"}], run=run)
+    assert "syntax error, line 1" in str(err.value) and str(path) in str(err.value)
+    assert seen[0][:3] == ["nft", "-c", "-f"]
+    assert path.read_text() == "good\n"
+    assert not later.exists()  # the entries after a failure are left alone
+    assert [r["path"] for r in err.value.done] == [str(tmp_path / "first")]
+    assert sorted(os.listdir(str(tmp_path))) == ["first", "table.nft"]
+
+
+def test_a_file_that_passes_its_check_lands(tmp_path):
+    path = tmp_path / "table.nft"
+    results, _ = m.settle_all([{"path": str(path), "content": "ok\n", "validate": "true %s"}],
+                              run=lambda argv: (0, "", ""))
+    assert results[0]["changed"] and path.read_text() == "ok\n"
+
+
+def test_validate_needs_the_placeholder(tmp_path):
+    with pytest.raises(m.SettleError, match="no %s"):
+        m.settle_all([{"path": str(tmp_path / "x"), "content": "1", "validate": "nft -c -f"}])
+
+
+def test_the_new_file_has_its_mode_before_it_is_renamed_in(tmp_path, monkeypatch):
+    path = tmp_path / "secret"
+    modes = []
+    real_rename = os.rename
+
+    def rename(src, dst):
+        modes.append(mode_of(src))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(m.os, "rename", rename)
+    m.settle_all([{"path": str(path), "content": "k\n", "mode": "0600"}])
+    assert modes == [0o600]
+
+
+@pytest.mark.parametrize("name, entry, message", [
+    ("f", {"state": "directory"}, "is not a directory"),
+    ("f", {"state": "link", "src": "x"}, "is not a link"),
+    ("new", {"content": "1", "mode": "rw-r--r--"}, "is not an octal mode"),
+    ("new", {"content": "1", "owner": "no-such-user-sparkfleet"}, "no user"),
+    ("new", {"content": "1", "group": "no-such-group-sparkfleet"}, "no group"),
+    ("new", {"state": "link"}, "needs src"),
+    ("new", {}, "needs content"),
+])
+def test_wrong_entries_name_their_path(tmp_path, name, entry, message):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    target = tmp_path / "d" / name
+    with pytest.raises(m.SettleError) as err:
+        m.settle_all([dict(entry, path=str(target))])
+    assert message in str(err.value) and str(target) in str(err.value)
+    assert (tmp_path / "d" / "f").read_text() == "x"
+
+
+def test_a_directory_is_never_removed(tmp_path):
+    with pytest.raises(m.SettleError, match="is a directory"):
+        m.settle_all([{"path": str(tmp_path), "state": "absent"}])
+
+
+def test_relative_paths_are_refused():
+    with pytest.raises(m.SettleError, match="absolute"):
+        m.settle_all([{"path": "etc/x", "content": "1"}])
+
+
+def test_a_link_is_repointed(tmp_path):
+    link = tmp_path / "l"
+    os.symlink("old", str(link))
+    results, _ = m.settle_all([{"path": str(link), "state": "link", "src": "new"}])
+    assert results[0]["what"] == ["target"] and os.readlink(str(link)) == "new"
+
+
+def test_numeric_owner_and_group_are_accepted(tmp_path):
+    path = tmp_path / "f"
+    results, _ = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
+    assert results[0]["changed"] and os.stat(str(path)).st_uid == UID
+    again, _ = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
+    assert not again[0]["changed"]
+
+
+def test_a_missing_directory_is_named(tmp_path):
+    with pytest.raises(m.SettleError, match="does not exist"):
+        m.settle_all([{"path": str(tmp_path / "nope" / "f"), "content": "1"}])
+
+
+def test_backup_keeps_the_old_content_only_when_it_changes(tmp_path):
+    path = tmp_path / "table.nft"
+    entry = {"path": str(path), "content": "new\n", "backup": True}
+    created, _ = m.settle_all([entry])
+    assert "backup_file" not in created[0]  # nothing to keep for a new file
+    path.write_text("old\n")
+    changed, _ = m.settle_all([entry])
+    backup = changed[0]["backup_file"]
+    assert backup.startswith(str(path) + ".") and backup.endswith("~")
+    assert open(backup).read() == "old\n" and path.read_text() == "new\n"
+    again, _ = m.settle_all([entry])
+    assert "backup_file" not in again[0] and not again[0]["changed"]
+
+
+def test_force_lets_a_link_replace_a_file_but_never_a_directory(tmp_path):
+    bundled = tmp_path / "ptxas"
+    bundled.write_text("bundled binary")
+    entry = {"path": str(bundled), "state": "link", "src": "/usr/local/cuda/bin/ptxas", "force": True}
+    results, _ = m.settle_all([entry])
+    assert results[0]["what"] == ["replaced"] and os.readlink(str(bundled)) == "/usr/local/cuda/bin/ptxas"
+    again, _ = m.settle_all([entry])
+    assert not again[0]["changed"]
+    with pytest.raises(m.SettleError, match="is a directory"):
+        m.settle_all([dict(entry, path=str(tmp_path))])
