@@ -26,8 +26,8 @@ options:
   _input:
     description:
       - C(host) (inventory name), C(groups) (its group names), C(links) (C(ip -j addr) output, parsed),
-        C(api_sources) (CIDRs; empty = the networks of the default route's interface, from C(routes), the
-        C(ip -j route show default) output), and optionally C(interfaces) (fabric netdev names), C(models) (model entries),
+        C(api_sources) (CIDRs; empty = the networks of the default route's interface, from C(management_devs),
+        gb10_facts' C(management.devs), or else C(routes), the C(ip -j route show default) output), and optionally C(interfaces) (fabric netdev names), C(models) (model entries),
         C(executor), C(ray_head_ports), C(ray_worker_ports), C(rsync_port) (model_store's), C(nccl_rsync_port),
         C(nccl_build_once) (absent or none for the nccl role's default), C(extra_internal_ports),
         C(ephemeral) (C([low, high]) of new TCP connections dropped unless from the fabric, or empty),
@@ -97,7 +97,9 @@ def fabric_firewall_plan(data, roles_dir=None):
         sources = list(data.get("api_sources") or [])
         derived = not sources
         if derived:
-            devs = [r.get("dev") for r in data.get("routes") or [] if r.get("dev")]
+            devs = data.get("management_devs")
+            if devs is None:
+                devs = [r.get("dev") for r in data.get("routes") or [] if r.get("dev")]
             for link in data.get("links") or []:
                 if link.get("ifname") in devs:
                     sources.extend(n for n in fw.management_networks(link.get("addr_info")) if n not in sources)

@@ -155,6 +155,15 @@ ansible_facts:
           description: One entry per library found, C(path), C(version), C(sass_archs), C(has_sm121), C(reason).
           type: list
           elements: dict
+        management:
+          description:
+            - The management network, the one the fabric roles never touch - C(devs), the devices that carry a
+              default route (C(ip -j route show default)), and C(ipv4), the first IPv4 address of the first of
+              them (no prefix; null when it has none).
+            - Read here once for the fabric's preflight, the firewall and the health exporter; null when C(ip)
+              is missing or fails.
+          type: dict
+          sample: {"devs": ["enP7s7"], "ipv4": "192.168.1.11"}
         cpu_count:
           description: Processors available to this process (C(nproc)), for C(make -j).
           type: int
@@ -325,6 +334,29 @@ def parse_ip_json(text):
             for a in link.get("addr_info") or [] if a.get("family") == "inet" and a.get("local")
         ]
     return result
+
+
+def parse_default_routes(text):
+    """`ip -j route show default` -> the devices that carry a default route, in order, each once; None when the
+    output is not a JSON list."""
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    if not isinstance(data, list):
+        return None
+    devs = []
+    for route in data:
+        dev = route.get("dev") if isinstance(route, dict) else None
+        if dev and dev not in devs:
+            devs.append(dev)
+    return devs
+
+
+def management_of(devs, ipv4_by_name):
+    """``{'devs': devs, 'ipv4': first IPv4 address (no prefix) of the first dev}``; ipv4 None without one."""
+    first = (ipv4_by_name or {}).get(devs[0], []) if devs else []
+    return {"devs": devs, "ipv4": first[0].split("/")[0] if first else None}
 
 
 def gid_ipv4(gid):
@@ -594,6 +626,17 @@ def gather(params, run, which):
         ipv4 = parse_ip_json(out) if rc == 0 else None
         if ipv4 is None:
             missing.append("netdevs.*.ipv4: 'ip -j addr show' failed or gave no JSON (rc=%s)" % rc)
+    facts["management"] = None
+    if ip_path:
+        rc, out, err = run([ip_path, "-j", "route", "show", "default"])
+        devs = parse_default_routes(out) if rc == 0 else None
+        if devs is None or ipv4 is None:
+            missing.append("management: 'ip -j route show default' failed or gave no JSON (rc=%s)" % rc
+                           if devs is None else "management: no addresses ('ip -j addr show' failed)")
+        else:
+            facts["management"] = management_of(devs, ipv4)
+    else:
+        missing.append("management: ip command not found")
     facts["netdevs"] = gather_netdevs(params["sysfs_net"], params["netdev_pattern"], ipv4)
     if facts["netdevs"] is None:
         missing.append("netdevs: %s not readable" % params["sysfs_net"])

@@ -164,6 +164,7 @@ def test_inventory_sources(sources, v4, v6):
     ({"models": [dict(TP, port=20050)]}, "model tp port (20050) is also internal"),
     ({"links": [LO, ETH0]}, "no fabric interface with an address"),
     ({"routes": []}, "no default route"),
+    ({"management_devs": []}, "no default route"),
     ({"interfaces": ["enp9s0"]}, "fabric_firewall_interfaces=['enp9s0']: enp9s0 missing"),
     ({"ray_head_ports": [6379]}, "ray_head_ports=[6379]: must be a mapping"),
 ])
@@ -217,3 +218,13 @@ def test_nft_accepts_the_ruleset(over, tmp_path):
     path.write_text(fabric_firewall_plan(data(**over))["ruleset"])
     result = subprocess.run(["nft", "-c", "-f", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_management_devices_from_the_facts_win_over_routes():
+    from_routes = fabric_firewall_plan(data())
+    from_facts = fabric_firewall_plan(data(routes=[], management_devs=["eth0"]))
+    assert from_facts["api_sources4"] == from_routes["api_sources4"] and from_facts["api_sources4"]
+    assert from_facts["digest"] == from_routes["digest"]
+    # the facts name another device: its networks, not those of the routes
+    with pytest.raises(AnsibleFilterError, match="no default route"):
+        fabric_firewall_plan(data(management_devs=["wlan9"]))

@@ -88,6 +88,27 @@ def test_parse_ip_json():
     assert m.parse_ip_json("{}") is None
 
 
+@pytest.mark.parametrize("text, devs", [
+    # recorded on a simulated Spark (docker network), and a host with two default routes
+    ('[{"dst":"default","gateway":"10.213.0.1","dev":"eth0","flags":[]}]', ["eth0"]),
+    ('[{"dst":"default","gateway":"192.168.1.1","dev":"enP7s7","protocol":"dhcp","metric":100,"flags":[]},'
+     '{"dst":"default","gateway":"10.0.0.1","dev":"wlP9s9","metric":600,"flags":[]},'
+     '{"dst":"default","gateway":"192.168.1.2","dev":"enP7s7","metric":700,"flags":[]}]', ["enP7s7", "wlP9s9"]),
+    ("[]", []),
+    ("not json", None),
+    ('{"dev": "eth0"}', None),
+])
+def test_parse_default_routes(text, devs):
+    assert m.parse_default_routes(text) == devs
+
+
+def test_management_is_the_first_default_route_device_and_its_first_address():
+    ipv4 = {"enP7s7": ["192.168.1.11/24", "192.168.1.12/24"], "wlP9s9": ["10.0.0.5/24"]}
+    assert m.management_of(["enP7s7", "wlP9s9"], ipv4) == {"devs": ["enP7s7", "wlP9s9"], "ipv4": "192.168.1.11"}
+    assert m.management_of(["tun0"], ipv4) == {"devs": ["tun0"], "ipv4": None}
+    assert m.management_of([], ipv4) == {"devs": [], "ipv4": None}
+
+
 @pytest.mark.parametrize("gid,ipv4", [
     ("0000:0000:0000:0000:0000:ffff:c0a8:640a", "192.168.100.10"),
     ("0:0:0:0:0:ffff:c0a8:650a", "192.168.101.10"),
@@ -155,7 +176,7 @@ def test_every_variant_gathers_without_error(variant):
     facts = facts_of(variant)
     json.dumps(facts)  # what the module returns must serialise
     assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
-                          "nccl_libraries", "cpu_count", "packages", "packages_held", "missing"}
+                          "nccl_libraries", "management", "cpu_count", "packages", "packages_held", "missing"}
     assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
     assert facts["memory"]["unified"] is True
     assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
@@ -171,6 +192,7 @@ def test_nominal():
     assert facts["driver"]["forbidden_branch"] is False
     assert facts["cuda_version"] == "13.0"
     assert facts["memory"]["nvidia_smi_memory"] == "Not Supported"
+    assert facts["management"] == {"devs": ["enP7s7"], "ipv4": "192.168.1.11"}
     assert facts["netdevs"]["enp1s0f1np1"] == {"operstate": "up", "mtu": 9000, "speed_mbps": 200000,
                                                "mac": "4c:bb:47:2c:01:11", "ipv4": ["192.168.100.10/24"]}
     assert facts["netdevs"]["enp1s0f0np0"]["speed_mbps"] is None
@@ -242,9 +264,10 @@ def test_everything_missing_gives_nulls_and_reasons(tmp_path):
     assert facts["nccl_conf"]["exists"] is False
     assert facts["nccl_libraries"][0]["version"] is None and facts["nccl_libraries"][0]["reason"]
     assert facts["packages"] is None and facts["packages_held"] is None
+    assert facts["management"] is None
     keys = {x.split(":", 1)[0] for x in facts["missing"]}
     assert {"gpu", "memory", "netdevs", "roce", "driver.kernel_module_version", "netdevs.*.ipv4",
-            "packages"} <= keys
+            "packages", "management"} <= keys
 
 
 def test_nccl_without_cuobjdump_and_venv_layout(tmp_path):
