@@ -38,7 +38,7 @@ options:
       state:
         description:
           - V(file) writes O(files[].content); V(directory) creates the directory (and missing parents, which
-            get mode 0755 and root's ownership); V(link) points a symbolic link at O(files[].src) (it replaces a
+            get mode 0755 and root's ownership), and follows a link to a directory that is in its place; V(link) points a symbolic link at O(files[].src) (it replaces a
             link, never a file or directory); V(absent) removes a file or link (never a directory).
         type: str
         choices: [file, directory, link, absent]
@@ -241,11 +241,11 @@ class Settler:
             result["backup_file"] = self.backup_file
         return result
 
-    def _chown_chmod(self, path, info, uid, gid, mode):
+    def _chown_chmod(self, path, info, uid, gid, mode, follow=False):
         what = attribute_changes(info, uid, gid, mode)
         if what and not self.check:
             if "owner" in what or "group" in what:
-                os.lchown(path, -1 if uid is None else uid, -1 if gid is None else gid)
+                (os.chown if follow else os.lchown)(path, -1 if uid is None else uid, -1 if gid is None else gid)
             if "mode" in what:
                 os.chmod(path, mode)
         if what and self.want_diff:
@@ -263,9 +263,13 @@ class Settler:
         uid, gid = uid_of(entry.get("owner"), path), gid_of(entry.get("group"), path)
         mode = parse_mode(entry.get("mode"), path)
         if info is not None:
+            # A link to a directory (a store on another disk) is followed, as the file module does.
+            follow = stat.S_ISLNK(info.st_mode) and os.path.isdir(path)
+            if follow:
+                info = os.stat(path)
             if not stat.S_ISDIR(info.st_mode):
                 raise SettleError("%s: exists and is not a directory" % path)
-            return self._chown_chmod(path, info, uid, gid, mode)
+            return self._chown_chmod(path, info, uid, gid, mode, follow=follow)
         if self.want_diff:
             self.diffs.append({"before_header": path, "after_header": path, "before": "", "after": "directory\n"})
         if not self.check:

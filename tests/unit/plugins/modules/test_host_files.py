@@ -207,3 +207,19 @@ def test_force_lets_a_link_replace_a_file_but_never_a_directory(tmp_path):
     assert not again[0]["changed"]
     with pytest.raises(m.SettleError, match="is a directory"):
         m.settle_all([dict(entry, path=str(tmp_path))])
+
+
+def test_a_link_to_a_directory_stands_for_the_directory(tmp_path):
+    disk = tmp_path / "nvme" / "models"
+    disk.mkdir(parents=True)
+    os.chmod(str(disk), 0o700)
+    store = tmp_path / "models"
+    os.symlink(str(disk), str(store))
+    results, _ = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
+    assert results[0]["what"] == ["mode"]
+    assert os.path.islink(str(store)) and mode_of(disk) == 0o755
+    again, _ = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
+    assert not again[0]["changed"]
+    os.symlink(str(tmp_path / "nowhere"), str(tmp_path / "dangling"))
+    with pytest.raises(m.SettleError, match="is not a directory"):
+        m.settle_all([{"path": str(tmp_path / "dangling"), "state": "directory"}])
