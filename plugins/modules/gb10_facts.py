@@ -317,14 +317,20 @@ def parse_nccl_conf(text):
     return settings, lines
 
 
-def parse_ip_json(text):
-    """`ip -j addr show` -> {ifname: ['a.b.c.d/nn', ...]} (IPv4 only)."""
-    result = {}
+def json_list(text):
+    """The JSON list ``ip -j`` prints; None when the output is not one."""
     try:
         data = json.loads(text or "")
     except ValueError:
         return None
-    if not isinstance(data, list):
+    return data if isinstance(data, list) else None
+
+
+def parse_ip_json(text):
+    """`ip -j addr show` -> {ifname: ['a.b.c.d/nn', ...]} (IPv4 only)."""
+    result = {}
+    data = json_list(text)
+    if data is None:
         return None
     for link in data:
         if not isinstance(link, dict) or "ifname" not in link:
@@ -339,11 +345,8 @@ def parse_ip_json(text):
 def parse_default_routes(text):
     """`ip -j route show default` -> the devices that carry a default route, in order, each once; None when the
     output is not a JSON list."""
-    try:
-        data = json.loads(text or "")
-    except ValueError:
-        return None
-    if not isinstance(data, list):
+    data = json_list(text)
+    if data is None:
         return None
     devs = []
     for route in data:

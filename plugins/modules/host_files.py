@@ -172,26 +172,24 @@ def parse_mode(mode, path):
         raise SettleError("%s: mode %r is not an octal mode (write it like '0644')" % (path, mode))
 
 
-def uid_of(owner, path):
-    if owner is None or owner == "":
+def id_of(name, path, kind, lookup):
+    """The number of a user or group given by name or number; None when not given."""
+    if name is None or name == "":
         return None
-    if str(owner).isdigit():
-        return int(owner)
+    if str(name).isdigit():
+        return int(name)
     try:
-        return pwd.getpwnam(owner).pw_uid
+        return lookup(name)
     except KeyError:
-        raise SettleError("%s: no user %r on this host" % (path, owner))
+        raise SettleError("%s: no %s %r on this host" % (path, kind, name))
+
+
+def uid_of(owner, path):
+    return id_of(owner, path, "user", lambda name: pwd.getpwnam(name).pw_uid)
 
 
 def gid_of(group, path):
-    if group is None or group == "":
-        return None
-    if str(group).isdigit():
-        return int(group)
-    try:
-        return grp.getgrnam(group).gr_gid
-    except KeyError:
-        raise SettleError("%s: no group %r on this host" % (path, group))
+    return id_of(group, path, "group", lambda name: grp.getgrnam(name).gr_gid)
 
 
 def attribute_changes(info, uid, gid, mode):
