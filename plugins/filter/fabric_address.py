@@ -126,4 +126,4 @@ def fabric_addresses_check(addresses, subnet):
 class FilterModule(object):
 
     def filters(self):
-        return {"fabric_address": fabric_address, "fabric_addresses_check": fabric_addresses_check}
+        return {"fabric_address": fabric_address}

@@ -108,5 +108,4 @@ def ray_gcs_port(head, hostvars=None):
 class FilterModule(object):
 
     def filters(self):
-        return {"fleet_plan": fleet_plan, "fleet_services": fleet_services, "ray_gcs_port": ray_gcs_port,
-                "ray_head_port": ray_head_port}
+        return {"fleet_plan": fleet_plan}

@@ -52,8 +52,24 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+# A Debian package name, the one pattern both filters read an apt entry with.
+_PACKAGE = r"[a-z0-9][a-z0-9+.-]*"
 # What the facts can settle: a plain Debian package name, optionally =version (or =version*).
-_NAME_RE = re.compile(r"^([a-z0-9][a-z0-9+.-]*)(?:=([^=<>*]+\*?))?$")
+_NAME_RE = re.compile(r"^(%s)(?:=([^=<>*]+\*?))?$" % _PACKAGE)
+# The package an apt entry names, whatever follows it (=version, :arch, >=version).
+_LEADING_RE = re.compile(r"^(%s)(?:$|[=:<>])" % _PACKAGE)
+
+
+def package_name(entries):
+    """The package name of an apt entry (``name``, ``name=version``, ``name:arch``, ``name>=1.0``), or of
+    each entry of a list."""
+    if isinstance(entries, (list, tuple)):
+        return [package_name(entry) for entry in entries]
+    match = _LEADING_RE.match(str(entries))
+    if not match:
+        raise AnsibleFilterError("package_name: %r is not an apt package entry (name, name=version, name:arch)"
+                                 % (entries,))
+    return match.group(1)
 
 
 def missing_packages(names, facts=None):

@@ -121,5 +121,4 @@ def model_store_weights(manifests):
 class FilterModule(object):
 
     def filters(self):
-        return {"model_store_plan": model_store_plan, "model_store_disk": model_store_disk,
-                "model_store_weights": model_store_weights}
+        return {"model_store_plan": model_store_plan}

@@ -267,4 +267,4 @@ def nccl_env_vars(gb10_facts, fabric, host=None):
 class FilterModule(object):
 
     def filters(self):
-        return {"nccl_env": nccl_env, "nccl_env_vars": nccl_env_vars}
+        return {"nccl_env": nccl_env}

@@ -313,4 +313,4 @@ def vllm_env_check(env, host=None, variable="vllm_service_environment"):
 class FilterModule(object):
 
     def filters(self):
-        return {"vllm_args": vllm_args, "vllm_env_check": vllm_env_check}
+        return {"vllm_args": vllm_args}

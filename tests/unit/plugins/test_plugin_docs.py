@@ -23,3 +23,22 @@ def test_doc_blocks_parse(path):
     # read_docstring raises on a broken DOCUMENTATION or RETURN; EXAMPLES stays text.
     if data.get("plainexamples"):
         yaml.safe_load(data["plainexamples"])
+
+
+FILTER_FILES = sorted((ROOT / "plugins" / "filter").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILTER_FILES, ids=lambda p: p.name)
+def test_each_filter_file_registers_the_filter_it_documents(path):
+    # ansible-doc reads a filter's documentation from the file that registers it: a second filter
+    # registered in the same file would show the first one's documentation.
+    import importlib
+    module = importlib.import_module("ansible_collections.sparkfleet.gb10.plugins.filter." + path.stem)
+    names = set(module.FilterModule().filters())
+    documented = read_docstring(str(path), verbose=False, ignore_errors=False)["doc"]["name"]
+    assert names == {documented} == {path.stem}
+
+
+def test_no_documentation_beside_the_filters():
+    # sidecar .yml files are read for plugins that are not Python only; for a filter they are ignored
+    assert sorted(p.name for p in (ROOT / "plugins" / "filter").glob("*.yml")) == []

@@ -8,7 +8,9 @@ from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_address import (
 
 
 def test_registered():
-    assert set(FilterModule().filters()) == {"fabric_address", "fabric_addresses_check"}
+    from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_addresses_check import FilterModule as Check
+    assert set(FilterModule().filters()) == {"fabric_address"}
+    assert set(Check().filters()) == {"fabric_addresses_check"}
 
 
 @pytest.mark.parametrize("subnet,index,kw,expected", [

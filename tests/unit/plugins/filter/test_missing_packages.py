@@ -2,7 +2,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.missing_packages import missing_packages
+from ansible_collections.sparkfleet.gb10.plugins.filter.missing_packages import missing_packages, package_name
 
 FACTS = {"gb10": {"packages": {"rsync": "3.2.7-1", "nftables": "1.0.9-1", "python3.12-venv": "3.12.3-1",
                                "nvidia-driver-580-open": "580.142-0ubuntu1"}}}
@@ -37,3 +37,31 @@ def test_without_the_facts_everything_is_missing(facts):
 def test_refuses_what_is_not_a_list_of_names(names):
     with pytest.raises(AnsibleFilterError):
         missing_packages(names, FACTS)
+
+
+@pytest.mark.parametrize("entry, name", [
+    ("rsync", "rsync"),
+    ("rsync=3.2.7-1", "rsync"),
+    ("nvidia-driver-580-open=580.142*", "nvidia-driver-580-open"),
+    ("nvidia-utils-580:arm64", "nvidia-utils-580"),
+    ("rsync>=3.0", "rsync"),
+    ("python3.12-venv", "python3.12-venv"),
+    ("libstdc++6=14.2*", "libstdc++6"),
+    (["rsync=3.2.7-1", "nftables:arm64"], ["rsync", "nftables"]),
+    ([], []),
+])
+def test_package_name_of_an_apt_entry(entry, name):
+    assert package_name(entry) == name
+
+
+@pytest.mark.parametrize("entry", ["", "=1.0", "Rsync", "rsync*", "rsync 3.0"])
+def test_package_name_refuses_what_is_not_an_entry(entry):
+    with pytest.raises(AnsibleFilterError, match="not an apt package entry"):
+        package_name(entry)
+
+
+def test_both_filters_agree_on_the_package_of_an_entry():
+    # an entry the facts settle is missing exactly when its package (package_name) is not installed
+    installed = FACTS["gb10"]["packages"]
+    for entry in ["rsync", "rsync=3.2.7-1", "git", "nvidia-driver-580-open=580.142*"]:
+        assert (package_name(entry) in installed) == (entry not in missing_packages([entry], FACTS))

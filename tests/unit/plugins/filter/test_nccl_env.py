@@ -53,8 +53,9 @@ def facts(variant):
 
 
 def test_registered():
-    filters = FilterModule().filters()
-    assert filters["nccl_env"] is nccl_env and filters["nccl_env_vars"] is nccl_env_vars
+    from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env_vars import FilterModule as Vars
+    assert FilterModule().filters() == {"nccl_env": nccl_env}
+    assert Vars().filters() == {"nccl_env_vars": nccl_env_vars}
 
 
 def test_nominal_matches_seed_003():
