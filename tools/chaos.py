@@ -53,9 +53,18 @@ import yaml
 
 HEAD, FOLLOWER = "spark-1", "spark-2"
 MODEL = "tiny-tp"
-UNIT = "sparkfleet-vllm-%s.service" % MODEL
-RAY_HEAD = "sparkfleet-ray-head.service"
-PROBE = "sparkfleet-health.service"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Unit names, the dashboard port and the cluster token's path, from their homes (the roles' defaults).
+sys.path.insert(0, os.path.join(REPO, "collections"))
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
+VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
+UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
+RAY_HEAD = fleet_plan.load_role_default("ray_head", "ray_head_service_name") + ".service"
+RAY_WORKER = fleet_plan.load_role_default("ray_worker", "ray_worker_service_name") + ".service"
+PROBE = fleet_plan.load_role_default("fleet_health", "fleet_health_unit_name") + ".service"
+FIREWALL = fleet_plan.load_role_default("fabric_firewall", "fabric_firewall_unit") + ".service"
+RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
+RAY_TOKEN_FILE = fleet_plan.load_role_default("ray_head", "ray_head_auth_token_file")
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")
@@ -90,19 +99,12 @@ ExecStart=/usr/local/sbin/sparkfleet-sim-fabric-name
 WantedBy=sysinit.target
 """
 # What must come before what when a host boots (the mp executor's vLLM needs the fabric, not Ray).
-BOOT_ORDER = (("sparkfleet-firewall.service", "network-online.target"), ("network-online.target", UNIT),
-              ("sparkfleet-firewall.service", "sparkfleet-ray-worker.service"))
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOOT_ORDER = ((FIREWALL, "network-online.target"), ("network-online.target", UNIT), (FIREWALL, RAY_WORKER))
 RESULTS = os.path.join(REPO, "bench", "results.md")
 DEMO_INVENTORY = os.path.join(REPO, "inventories", "sim")
 # The fabric port's name on the simulated Sparks, as the sim inventory gives it to the roles.
 with open(os.path.join(DEMO_INVENTORY, "group_vars", "sparks", "fabric.yml")) as _handle:
     FABRIC_IFNAME = yaml.safe_load(_handle)["sparkfleet_fabric_ifname"]
-# The head's dashboard port and the cluster token's path, from their home (the ray_head role's defaults).
-sys.path.insert(0, os.path.join(REPO, "collections"))
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
-RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
-RAY_TOKEN_FILE = fleet_plan.load_role_default("ray_head", "ray_head_auth_token_file")
 INDEPENDENT = os.path.join(REPO, "inventories", "sim-independent")
 # The models of inventories/sim-independent (host -> model) and the setting the roll changes.
 INDEPENDENT_MODELS = {HEAD: "tiny-a", FOLLOWER: "tiny-b"}
@@ -184,10 +186,19 @@ def serving(key):
         return False
 
 
+def ray_bin(host=HEAD):
+    """The ray executable the head's unit starts (its ExecStart), so the venv path is the host's own."""
+    out = show(host, RAY_HEAD, "ExecStart").get("ExecStart", "")
+    found = re.search(r"path=(\S+)", out)
+    if not found:
+        raise SystemExit("chaos: %s: %s has no ExecStart path (%r)" % (host, RAY_HEAD, out))
+    return os.path.join(os.path.dirname(found.group(1)), "ray")
+
+
 def ray_members_alive():
-    out = sh(HEAD, "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=%s /opt/sparkfleet/venv/bin/ray list nodes "
+    out = sh(HEAD, "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=%s %s list nodes "
                    "--address=http://127.0.0.1:%d --format=json --filter state=ALIVE 2>/dev/null"
-             % (RAY_TOKEN_FILE, RAY_DASHBOARD_PORT), timeout=60)
+             % (RAY_TOKEN_FILE, ray_bin(), RAY_DASHBOARD_PORT), timeout=60)
     try:
         return len(json.loads(out.stdout)) if out.returncode == 0 else 0
     except ValueError:
@@ -364,7 +375,7 @@ def rolled_inventory(workdir):
 
 def fault_rolling_update(problems):
     """Roll spark-2 of a fleet of independent hosts while spark-1 serves a bounded load."""
-    units = dict((host, "sparkfleet-vllm-%s.service" % model) for host, model in INDEPENDENT_MODELS.items())
+    units = dict((host, "%s%s.service" % (VLLM_UNIT_PREFIX, model)) for host, model in INDEPENDENT_MODELS.items())
     rc, seconds = playbook("independent-converge", "site.yml", "-i", INDEPENDENT)
     if rc != 0:
         problems.append("rolling-update: site.yml on inventories/sim-independent failed (rc %d, build/chaos/"

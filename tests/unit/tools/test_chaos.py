@@ -3,6 +3,8 @@
 
 import os
 import subprocess
+
+import pytest
 import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -70,3 +72,32 @@ def test_the_rolled_inventory_changes_the_follower_setting_alone(tmp_path):
     # The copy stands alone: the shared group_vars are files, not links back into the repository.
     linked = os.path.join(copy, "group_vars", "all", "vllm_cpu.yml")
     assert os.path.isfile(linked) and not os.path.islink(linked)
+
+
+def test_unit_names_and_ray_settings_come_from_the_role_defaults():
+    import yaml
+    roles = os.path.join(REPO, "roles")
+
+    def default(role, name):
+        with open(os.path.join(roles, role, "defaults", "main.yml")) as handle:
+            return yaml.safe_load(handle)[name]
+
+    assert chaos.UNIT == default("vllm_service", "vllm_service_unit_prefix") + chaos.MODEL + ".service"
+    assert chaos.RAY_HEAD == default("ray_head", "ray_head_service_name") + ".service"
+    assert chaos.RAY_WORKER == default("ray_worker", "ray_worker_service_name") + ".service"
+    assert chaos.PROBE == default("fleet_health", "fleet_health_unit_name") + ".service"
+    assert chaos.FIREWALL == default("fabric_firewall", "fabric_firewall_unit") + ".service"
+    assert chaos.RAY_DASHBOARD_PORT == default("ray_head", "ray_head_ports")["dashboard"]
+    assert chaos.RAY_TOKEN_FILE == default("ray_head", "ray_head_auth_token_file")
+    assert (chaos.FIREWALL, chaos.RAY_WORKER) in chaos.BOOT_ORDER
+
+
+def test_ray_is_the_one_the_head_unit_starts(monkeypatch):
+    # systemctl show's ExecStart as a simulated Spark prints it
+    line = ("{ path=/srv/venvs/ray-2.60/bin/ray ; argv[]=/srv/venvs/ray-2.60/bin/ray start --head --block ; "
+            "ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }")
+    monkeypatch.setattr(chaos, "show", lambda host, unit, *props: {"ExecStart": line})
+    assert chaos.ray_bin() == "/srv/venvs/ray-2.60/bin/ray"
+    monkeypatch.setattr(chaos, "show", lambda host, unit, *props: {})
+    with pytest.raises(SystemExit, match="no ExecStart path"):
+        chaos.ray_bin()
