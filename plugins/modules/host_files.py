@@ -136,6 +136,13 @@ changed_paths:
   returned: always
   type: list
   elements: str
+paths:
+  description:
+    - The entries of O(files) by path, each the same dictionary as in RV(files), so that a task can ask
+      what was done to one path (C(result.paths[path] is changed), C(result.paths[path].backup_file)).
+    - A path given twice maps to its last entry.
+  returned: always
+  type: dict
 """
 
 import grp
@@ -397,6 +404,14 @@ def settle_all(entries, check=False, want_diff=False, run=None):
     return results, settler.diffs
 
 
+def summary(results):
+    """What the module returns about the entries it settled: each in order (files), the changed
+    paths, and each by its path (paths)."""
+    return dict(changed=any(r["changed"] for r in results), files=results,
+                changed_paths=[r["path"] for r in results if r["changed"]],
+                paths=dict((r["path"], r) for r in results))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -420,10 +435,8 @@ def main():
         results, diffs = settle_all(module.params["files"], check=module.check_mode, want_diff=module._diff)
     except (SettleError, OSError) as err:
         done = getattr(err, "done", [])
-        module.fail_json(msg=to_text(err), files=done, changed=any(r["changed"] for r in done),
-                         changed_paths=[r["path"] for r in done if r["changed"]])
-    result = dict(changed=any(r["changed"] for r in results), files=results,
-                  changed_paths=[r["path"] for r in results if r["changed"]])
+        module.fail_json(msg=to_text(err), **summary(done))
+    result = summary(results)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

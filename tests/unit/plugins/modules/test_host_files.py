@@ -66,6 +66,20 @@ def test_only_what_differs_is_reported(tmp_path):
     assert any(d["before_header"] == str(tmp_path / "etc" / "b.env") for d in diffs)
 
 
+def test_the_summary_answers_by_path(tmp_path):
+    m.settle_all(entries(tmp_path))
+    (tmp_path / "etc" / "a.conf").write_text("a=0\n")
+    results, _ = m.settle_all(entries(tmp_path))
+    out = m.summary(results)
+    a_conf = str(tmp_path / "etc" / "a.conf")
+    assert out["changed"] is True
+    assert out["changed_paths"] == [a_conf]
+    assert list(out["paths"]) == [e["path"] for e in entries(tmp_path)]
+    assert out["paths"][a_conf]["changed"] and out["paths"][a_conf]["what"] == ["content"]
+    assert not out["paths"][str(tmp_path / "etc" / "b.env")]["changed"]
+    assert m.summary([]) == {"changed": False, "files": [], "changed_paths": [], "paths": {}}
+
+
 def test_content_change_keeps_unmanaged_attributes(tmp_path):
     path = tmp_path / "f"
     path.write_text("old\n")
