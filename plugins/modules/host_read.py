@@ -34,6 +34,23 @@ options:
         description: Return the file's text (UTF-8; undecodable bytes replaced). Only for regular files.
         type: bool
         default: false
+  globs:
+    description:
+      - Shell patterns whose matching regular files (not links) are listed, as the find module lists them
+        with C(file_type=file).
+      - Each is answered under its O(globs[].name).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The key of this pattern's answer in RV(globs); unique.
+        type: str
+        required: true
+      pattern:
+        description: An absolute shell pattern (C(/etc/systemd/system/sparkfleet-vllm-*.service)).
+        type: str
+        required: true
   commands:
     description:
       - Read-only commands, run in the order given, without a shell.
@@ -108,6 +125,11 @@ files:
       description: The text of a regular file (O(files[].content)); null when absent or not a regular file.
       type: str
       returned: when O(files[].content) is true
+globs:
+  description: The regular files each pattern of O(globs) matches, by name, sorted.
+  returned: always
+  type: dict
+  sample: {units: [/etc/systemd/system/sparkfleet-vllm-tiny.service]}
 commands:
   description: Each command of O(commands), by name.
   returned: always
@@ -134,6 +156,7 @@ commands:
       elements: str
 """
 
+import glob
 import os
 import stat
 
@@ -172,13 +195,28 @@ def run_one(run_command, argv, chdir=None):
     return {"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": stderr, "argv": list(argv)}
 
 
-def read_all(files, commands, run_command):
-    """``(files by path, commands by name)``; a repeated command name is a ValueError naming it."""
-    names = [c["name"] for c in commands]
+def matching_files(pattern):
+    """The regular files (not links) ``pattern`` matches, sorted."""
+    return sorted(path for path in glob.glob(pattern) if stat.S_ISREG(os.lstat(path).st_mode))
+
+
+def unique_names(option, entries):
+    """Refuse a name given twice in ``option`` (each answer is keyed by its name)."""
+    names = [e["name"] for e in entries]
     twice = sorted(set(n for n in names if names.count(n) > 1))
     if twice:
-        raise ValueError("commands: the name %s is given more than once; each answer is keyed by its name"
-                         % ", ".join(twice))
+        raise ValueError("%s: the name %s is given more than once; each answer is keyed by its name"
+                         % (option, ", ".join(twice)))
+
+
+def read_all(files, commands, run_command, globs=()):
+    """``(files by path, commands by name, matching files by glob name)``; a wrong request is a
+    ValueError naming what is wrong, raised before anything runs."""
+    unique_names("commands", commands)
+    unique_names("globs", globs)
+    relative = [g["pattern"] for g in globs if not os.path.isabs(g["pattern"])]
+    if relative:
+        raise ValueError("globs: %s is not an absolute pattern" % ", ".join(relative))
     empty = [c["name"] for c in commands if not c["argv"]]
     if empty:
         raise ValueError("commands: %s has an empty argv" % ", ".join(empty))
@@ -190,7 +228,7 @@ def read_all(files, commands, run_command):
     by_name = {}
     for command in commands:
         by_name[command["name"]] = run_one(run_command, command["argv"], command.get("chdir"))
-    return by_path, by_name
+    return by_path, by_name, dict((g["name"], matching_files(g["pattern"])) for g in globs)
 
 
 def main():
@@ -199,6 +237,10 @@ def main():
             files=dict(type="list", elements="dict", default=[], options=dict(
                 path=dict(type="str", required=True),
                 content=dict(type="bool", default=False),
+            )),
+            globs=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                pattern=dict(type="str", required=True),
             )),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
@@ -209,10 +251,11 @@ def main():
         supports_check_mode=True,
     )
     try:
-        files, commands = read_all(module.params["files"], module.params["commands"], module.run_command)
+        files, commands, globs = read_all(module.params["files"], module.params["commands"], module.run_command,
+                                          globs=module.params["globs"])
     except (ValueError, OSError) as err:
         module.fail_json(msg=to_text(err))
-    module.exit_json(changed=False, files=files, commands=commands)
+    module.exit_json(changed=False, files=files, commands=commands, globs=globs)
 
 
 if __name__ == "__main__":
