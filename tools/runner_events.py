@@ -44,7 +44,8 @@ class Run:
         self.stdout = stdout
 
 
-def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, check=False, cwd=TOP, quiet=True, tags=None):
+def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, check=False, cwd=TOP, quiet=True, tags=None,
+                 limit=None):
     """ansible-playbook PLAYBOOK -i INVENTORY through ansible-runner; returns a Run.
 
     Runs in ``cwd`` with this process's environment (ANSIBLE_CONFIG included), in
@@ -59,6 +60,8 @@ def run_playbook(playbook, inventory, extra_vars_files=(), extra_vars=None, chec
         args.append("--check")
     if tags:
         args += ["--tags", tags]
+    if limit:
+        args += ["--limit", limit]
     import ansible_runner  # the controller venv has it (requirements.txt); imported late so parsing needs none
 
     private = tempfile.mkdtemp(prefix="sparkfleet-runner.")
@@ -141,6 +144,18 @@ def failed_tasks(events):
             out.append({"host": data.get("host", ""), "task": data.get("task", ""), "play": data.get("play", ""),
                         "msg": _message(data.get("res") or {})})
     return out
+
+
+def task_results(events, task):
+    """{host: result} of the task named ``task`` that ran fine (a run_once task answers for its first host)."""
+    return dict((event["event_data"].get("host", ""), event["event_data"].get("res") or {}) for event in events
+                if event.get("event") == "runner_on_ok" and event["event_data"].get("task") == task)
+
+
+def event_hosts(events):
+    """Every host some task ran on."""
+    return sorted(set(event["event_data"]["host"] for event in events
+                      if event.get("event", "").startswith("runner_on_") and event["event_data"].get("host")))
 
 
 def failure_text(events):

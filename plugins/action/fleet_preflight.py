@@ -12,6 +12,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
 from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -50,16 +51,28 @@ def fleet_checks(roles_dir=ROLES_DIR):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("hosts",))
+    _VALID_ARGS = frozenset(("hosts", "fleet_hosts"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        hosts = self._task.args.get("hosts") or []
+        # The play's hosts and the rest of the fleet outside --limit: a multi-node model keeps its nodes and a
+        # Ray cluster its head, and the inventory is judged the same with or without --limit. Facts exist only
+        # for the hosts this run reached; the checks of facts skip the others.
+        hosts = list(self._task.args.get("hosts") or [])
+        hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
         all_hostvars = task_vars["hostvars"]
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
         checks = fleet_checks()
         findings = fp.check_fleet(fleet, role_specs, checks)
+        plan = None
+        if not findings:
+            plan, findings = fp.build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
+        result["plan"] = plan
+        if plan is not None:
+            # The fleet plan on every host of the play (run_once hands a result's facts to all of them), for the
+            # rest of the run: the roles, verify and the report read it instead of planning again.
+            result["ansible_facts"] = {"sparkfleet_plan": plan}
         result["checked_hosts"] = list(hosts)
         result["findings"] = [f.as_dict() for f in findings]
         result["changed"] = False

@@ -32,12 +32,17 @@ options:
       - A role's own variable of model entries (C(model_store_models)); where a host sets it, its entries stand for
         those vllm_service serves in that host's part of the plan.
     type: str
+  stored:
+    description:
+      - The plan preflight stored this run (C(ansible_facts.sparkfleet_plan)); returned as it is when it covers O(hosts) and no host
+        sets O(models_var), else the plan is made here.
+    type: dict
 """
 
 EXAMPLES = r"""
 - name: Plan the fleet once
   ansible.builtin.set_fact:
-    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all) }}"
+    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all, stored=ansible_facts.sparkfleet_plan | default(none)) }}"
   run_once: true
 """
 
@@ -72,7 +77,12 @@ def _address_of(hostvars, fallback=None):
     return address_of
 
 
-def fleet_plan(hostvars, hosts, models_var=None):
+def fleet_plan(hostvars, hosts, models_var=None, stored=None):
+    """The plan of ``hosts``: the one preflight stored this run (``stored``, i.e. ``ansible_facts.sparkfleet_plan``) where it
+    stands for it, else planned here from ``hostvars``."""
+    own_models = models_var and any(models_var in hostvars[host] for host in hosts)
+    if not own_models and fp.covers(stored, hosts):
+        return stored
     try:
         return fp.build(dict((host, fp.plan_inputs(hostvars[host], models_var)) for host in hosts))
     except (fp.PlanError, KeyError) as exc:
@@ -80,9 +90,13 @@ def fleet_plan(hostvars, hosts, models_var=None):
 
 
 def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=fp.DEFAULT_UNIT_PREFIX, vllm_bin=None,
-                   address=None):
-    """The services of ``host`` from its model entries; a multi-node model's master address is its first
-    node's (``hostvars``), else ``address``."""
+                   address=None, plan=None):
+    """The services of ``host``: the stored plan's (``plan``, i.e. ``ansible_facts.sparkfleet_plan``, when it covers ``host``),
+    else planned from its model entries; a multi-node model's master address is its first node's
+    (``hostvars``), else ``address``."""
+    stored = fp.stored_services(plan, host, unit_prefix, vllm_bin)
+    if stored is not None:
+        return stored
     if not isinstance(models, list):
         raise AnsibleFilterError("fleet_services: %s: the model entries must be a list, got %r" % (host, models))
     try:

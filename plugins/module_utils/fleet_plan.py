@@ -184,6 +184,27 @@ def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_U
     return out
 
 
+def stored_services(plan, host, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
+    """``host``'s services out of a stored plan (the one preflight built and stored this run), with a role's
+    unit prefix and vLLM path; None when there is no plan or it does not cover ``host`` (a role used alone
+    plans from its own variables then)."""
+    view = ((plan or {}).get("hosts") or {}).get(host)
+    if view is None:
+        return None
+    out = []
+    for service in view["services"]:
+        service = dict(service)
+        service["unit"] = "%s%s" % (unit_prefix, service["name"])
+        service["cluster"] = cluster_args(service, vllm_bin)
+        out.append(service)
+    return out
+
+
+def covers(plan, hosts):
+    """Whether a stored plan covers every one of ``hosts``."""
+    return bool(plan) and set(hosts) <= set(plan.get("hosts") or {})
+
+
 # ------------------------------------------------------------------ Ray
 
 def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):

@@ -766,10 +766,15 @@ def check_fleet(fleet, role_specs, checks=None):
 def check_plan(fleet, roles_dir=None):
     """The fleet plan of an inventory the checks accept must be buildable: what preflight accepts is
     what the roles will do (they read the same plan). A PlanError here is a gap in the checks."""
+    return build_plan(fleet, roles_dir)[1]
+
+
+def build_plan(fleet, roles_dir=None):
+    """``(plan, findings)``: the plan of ``{host: hostvars}`` that preflight stores for the rest of the run; None
+    (and the finding that says why) when it cannot be built."""
     try:
-        fleet_plan.build(fleet, **({"roles_dir": roles_dir} if roles_dir else {}))
+        return fleet_plan.build(fleet, **({"roles_dir": roles_dir} if roles_dir else {})), []
     except fleet_plan.PlanError as exc:
-        return [Finding("fleet", "fleet plan", None, str(exc),
-                        "fix the layout named; preflight's other checks should have named it too "
-                        "(report it as a bug of sparkfleet.gb10)")]
-    return []
+        return None, [Finding("fleet", "fleet plan", None, str(exc),
+                              "fix the layout named; preflight's other checks should have named it too "
+                              "(report it as a bug of sparkfleet.gb10)")]

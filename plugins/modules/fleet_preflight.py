@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 module: fleet_preflight
 short_description: Check the whole inventory and every host before anything changes
 description:
-  - An action that runs on the controller, once, over every host of O(hosts).
+  - An action that runs on the controller, once, over every host of O(hosts) and O(fleet_hosts).
   - Checks the type of every role variable the inventory sets against the roles'
     C(meta/argument_specs.yml), unknown or misspelt variables, fabric addressing,
     cluster layouts, model entries and the GB10 rule book against the host facts.
@@ -23,6 +23,15 @@ options:
     type: list
     elements: str
     required: true
+  fleet_hosts:
+    description:
+      - The rest of the fleet (the inventory's group C(sparks)), checked and planned with O(hosts) although this run
+        may not reach it (C(--limit)); a multi-node model keeps its nodes and a Ray cluster its head, and the inventory
+        is judged the same with or without C(--limit). Checks of host facts apply to the hosts whose facts were
+        gathered.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -36,7 +45,13 @@ EXAMPLES = r"""
 - name: Check the fleet
   sparkfleet.gb10.fleet_preflight:
     hosts: "{{ ansible_play_hosts_all }}"
+    fleet_hosts: "{{ groups['sparks'] }}"
   run_once: true
+
+# Later, in any role of the run:
+- name: The services of this host, from the plan preflight stored
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.sparkfleet_plan.hosts[inventory_hostname].services | map(attribute='unit') }}"
 """
 
 RETURN = r"""
@@ -50,8 +65,23 @@ api_key_optouts:
   type: list
   elements: str
   returned: always
+plan:
+  description:
+    - The fleet plan of O(hosts) and O(fleet_hosts) (C(plugins/module_utils/fleet_plan.py), the filter
+      C(sparkfleet.gb10.fleet_plan) documents its keys) when there is no finding, else null.
+  type: dict
+  returned: always
+ansible_facts:
+  description: The fleet plan as C(sparkfleet_plan), when there is no finding; with C(run_once), every host of the play
+    gets it, for the rest of the run.
+  type: dict
+  returned: success
+  contains:
+    sparkfleet_plan:
+      description: The same as RV(plan).
+      type: dict
 checked_hosts:
-  description: The hosts that were checked.
+  description: The hosts that were checked (O(hosts), then those of O(fleet_hosts) not among them).
   type: list
   elements: str
   returned: always

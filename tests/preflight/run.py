@@ -28,17 +28,34 @@ sys.path.insert(0, os.path.join(TOP, "tools"))
 import runner_events  # noqa: E402
 
 
-def preflight(inventory, fixture="nominal", site=False):
+STORE_TASK = "Check the inventory, cluster layouts, models and host facts of the whole fleet"
+
+
+def preflight(inventory, fixture="nominal", site=False, limit=None):
     playbook = os.path.join(TOP, "site.yml") if site else os.path.join(TOP, "playbooks", "preflight.yml")
     return runner_events.run_playbook(
-        playbook, inventory, check=site,
+        playbook, inventory, check=site, limit=limit,
         extra_vars_files=[os.path.join(HERE, "offline.yml")],
         extra_vars={"test_fixture_root": os.path.join(TOP, "tests", "fixtures", "gb10", fixture)})
 
 
+def stored_plan(run):
+    """The fleet plan preflight stored for the rest of the run (None when it stored none)."""
+    for result in runner_events.task_results(run.events, STORE_TASK).values():
+        return (result.get("ansible_facts") or {}).get("sparkfleet_plan")
+    return None
+
+
 def passing(run):
-    """Problems of a run that must pass: exit code, failed tasks, changes, preflight not reached."""
+    """Problems of a run that must pass: exit code, failed tasks, changes, preflight not reached, no plan
+    stored for a host of the run."""
     problems = []
+    plan = stored_plan(run)
+    if not plan:
+        problems.append("no fleet plan stored")
+    else:
+        problems += ["the stored plan lacks %s" % host for host in runner_events.event_hosts(run.events)
+                     if host not in plan["hosts"]]
     if run.rc != 0:
         problems.append("rc=%d" % run.rc)
     problems += ["failed %s" % line for line in runner_events.failure_text(run.events).splitlines()[:1]]
@@ -82,6 +99,17 @@ def main():
             run = preflight(inventory, case.get("fixture", "nominal"), case.get("site", False))
             problems = failing(run, case)
         print("%-4s %s %s%s" % ("FAIL" if problems else "ok", kind, name, " (%s)" % "; ".join(problems) if problems else ""))
+        if problems:
+            failures.append((name, run))
+    # Under --limit the plan is still the whole fleet's: a multi-node model keeps the nodes outside the limit.
+    for name, limit in (("two-spark", "spark-2"), ("sim", "spark-2")):
+        whole = stored_plan(preflight(os.path.join(TOP, "inventories", name)))
+        run = preflight(os.path.join(TOP, "inventories", name), limit=limit)
+        problems = passing(run)
+        if not problems and stored_plan(run) != whole:
+            problems.append("the plan under --limit %s differs from the whole fleet's" % limit)
+        print("%-4s %s %s%s" % ("FAIL" if problems else "ok", "limit   ", "%s --limit %s" % (name, limit),
+                                " (%s)" % "; ".join(problems) if problems else ""))
         if problems:
             failures.append((name, run))
     for name, run in failures:

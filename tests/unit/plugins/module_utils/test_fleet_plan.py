@@ -186,6 +186,25 @@ def test_a_role_s_own_models_variable_stands_for_the_served_list():
     assert [m["name"] for m in plan["hosts"]["b"]["models"]] == ["served"]
     plan = plan_filter.fleet_plan(hostvars, ["a", "b"])
     assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["served"]
+    # The plan preflight stored reads the served lists: a role's own list makes the role plan again.
+    stored = plan_filter.fleet_plan(hostvars, ["a", "b"])
+    again = plan_filter.fleet_plan(hostvars, ["a", "b"], models_var="model_store_models", stored=stored)
+    assert again is not stored and [m["name"] for m in again["hosts"]["a"]["models"]] == ["stored"]
+
+
+def test_the_stored_plan_stands_for_the_hosts_it_covers():
+    hostvars = {"a": {"sparkfleet_models": [{"name": "m", "nodes": ["a", "b"]}]},
+                "b": {"sparkfleet_models": [{"name": "m", "nodes": ["a", "b"]}]}, "c": {}}
+    stored = plan_filter.fleet_plan(hostvars, ["a", "b"])
+    assert plan_filter.fleet_plan(hostvars, ["b", "a"], stored=stored) is stored
+    assert plan_filter.fleet_plan(hostvars, ["a", "b"], models_var="model_store_models", stored=stored) is stored
+    # A host it does not cover: planned here (and so are an empty or missing stored plan).
+    wider = plan_filter.fleet_plan(hostvars, ["a", "b", "c"], stored=stored)
+    assert wider is not stored and sorted(wider["hosts"]) == ["a", "b", "c"]
+    for nothing in (None, {}):
+        assert plan_filter.fleet_plan(hostvars, ["a", "b"], stored=nothing) == stored
+    # A host the stored plan does not cover gets its services planned from its entries.
+    assert plan_filter.fleet_services([{"name": "x"}], "c", hostvars, plan=stored)[0]["name"] == "x"
 
 
 @pytest.mark.parametrize("source", sorted(EXPECTED))
@@ -198,6 +217,11 @@ def test_filters_give_each_host_the_plan_s_services(source):
         got = plan_filter.fleet_services(fp.host_models(host_vars), host, fleet,
                                          executor=host_vars.get("sparkfleet_executor"))
         assert got == plan["hosts"][host]["services"]
+        # From the plan preflight stored, with a role's own unit prefix and vLLM path: what planning again gives.
+        ours = plan_filter.fleet_services(fp.host_models(host_vars), host, fleet, unit_prefix="u-",
+                                          vllm_bin="/v/bin/vllm", executor=host_vars.get("sparkfleet_executor"))
+        assert plan_filter.fleet_services([], host, unit_prefix="u-", vllm_bin="/v/bin/vllm", plan=plan) == ours
+        assert all(s["unit"].startswith("u-") and s["cluster"]["vllm_bin"] == "/v/bin/vllm" for s in ours)
     for ray in plan["ray"].values():
         assert plan_filter.ray_gcs_port(ray["head"], fleet) == ray["gcs_port"]
 

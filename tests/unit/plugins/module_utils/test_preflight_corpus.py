@@ -291,7 +291,7 @@ def test_misspellings_suggest_the_key():
 # ------------------------------------------------------------------ fleet-wide variables, from their argument spec
 FLEET_SPEC = ROLE_SPECS["preflight"]
 WRONG_VARIABLE_TYPE = {"str": {"not": "a string"}, "path": {"not": "a path"}, "int": "many", "bool": "perhaps",
-                       "list": {"not": "a list"}}
+                       "list": {"not": "a list"}, "dict": ["not", "a dict"]}
 
 
 def _variable_cases():
