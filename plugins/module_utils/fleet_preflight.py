@@ -763,6 +763,19 @@ def check_fleet(fleet, role_specs, checks=None):
     return findings
 
 
+def plan_memory(plan, fleet, memory_split):
+    """Adds each planned host's memory arithmetic to ``plan`` (``hosts[host].memory``): ``memory_split`` (the
+    gpu_memory_utilization filter) of the entries the host holds, from its facts in ``fleet``. None where the
+    facts were not gathered (a host outside --limit), the host holds nothing, or an entry is not sized
+    (preflight then checks the sum of the utilizations against the ceiling instead)."""
+    for host, view in plan["hosts"].items():
+        gb10 = ((fleet.get(host) or {}).get("ansible_facts") or {}).get("gb10") or {}
+        entries = [model["entry"] for model in view["models"]]
+        sized = gb10.get("memory") and entries and all(_sized(entry) for entry in entries)
+        view["memory"] = memory_split(gb10, entries, host) if sized else None
+    return plan
+
+
 def check_plan(fleet, roles_dir=None):
     """The fleet plan of an inventory the checks accept must be buildable: what preflight accepts is
     what the roles will do (they read the same plan). A PlanError here is a gap in the checks."""

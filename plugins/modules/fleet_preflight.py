@@ -69,6 +69,9 @@ plan:
   description:
     - The fleet plan of O(hosts) and O(fleet_hosts) (C(plugins/module_utils/fleet_plan.py), the filter
       C(sparkfleet.gb10.fleet_plan) documents its keys) when there is no finding, else null.
+    - Each host's part also has C(memory), the gpu-memory-utilization arithmetic of the entries it holds (filter
+      C(sparkfleet.gb10.gpu_memory_utilization) on its facts), or null where its facts were not gathered or an entry
+      has no size (C(params_b) or C(weights_gib)).
   type: dict
   returned: always
 ansible_facts:

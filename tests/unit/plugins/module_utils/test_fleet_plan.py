@@ -301,3 +301,31 @@ def test_the_dashboard_port_has_one_home():
              "b": {"group_names": ["sparks", "ray_workers"]}}
     (cluster,) = fp.ray_clusters(fleet).values()
     assert (cluster["gcs_port"], cluster["dashboard_port"]) == (7000, 9265)
+
+
+def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
+    """The memory arithmetic in the stored plan is the gpu_memory_utilization filter's over the entries a host
+    holds (a follower of the ray executor included: it loads its share inside the Ray worker); none where the
+    facts were not gathered (a host outside --limit) or an entry has no size."""
+    sized = {"model": "org/m", "checkpoint_format": "bf16", "max_model_len": 8192, "num_layers": 32,
+             "num_kv_heads": 8, "head_dim": 128, "params_b": 8}
+    shared = dict(sized, name="big", nodes=["a", "b"], executor="ray")
+    facts = {"ansible_facts": {"gb10": {"memory": {"mem_total_bytes": 128 * 2 ** 30}}}}
+    fleet = {"a": dict(facts, sparkfleet_models=[shared], group_names=["ray_head"]),
+             "b": dict(facts, sparkfleet_models=[shared, dict(sized, name="small")], group_names=["ray_workers"]),
+             "c": {"sparkfleet_models": [dict(sized, name="elsewhere")]},
+             "d": dict(facts, sparkfleet_models=[{"name": "unsized"}])}
+    calls = []
+
+    def memory_split(gb10, entries, host):
+        calls.append((host, [e["name"] for e in entries]))
+        return {"host": host}
+
+    plan = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet, memory_split)
+    assert sorted(calls) == [("a", ["big"]), ("b", ["big", "small"])]
+    assert [plan["hosts"][h]["memory"] for h in "abcd"] == [{"host": "a"}, {"host": "b"}, None, None]
+    assert all("nodes" not in e and "executor" not in e for _, entries in calls for e in entries)
+    # With the real filter: what the demo report shows.
+    real = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet,
+                           CHECKS["gpu_memory_utilization"])
+    assert sorted(real["hosts"]["b"]["memory"]["services"]) == ["big", "small"]
