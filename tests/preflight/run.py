@@ -50,18 +50,18 @@ def passing(run):
     """Problems of a run that must pass: exit code, failed tasks, changes, preflight not reached, no plan
     stored for a host of the run."""
     problems = []
-    plan = stored_plan(run)
-    if not plan:
-        problems.append("no fleet plan stored")
-    else:
-        problems += ["the stored plan lacks %s" % host for host in runner_events.event_hosts(run.events)
-                     if host not in plan["hosts"]]
     if run.rc != 0:
         problems.append("rc=%d" % run.rc)
     problems += ["failed %s" % line for line in runner_events.failure_text(run.events).splitlines()[:1]]
     problems += ["changed %s=%d" % item for item in runner_events.changed_hosts(run.stats).items()]
     if runner_events.plays_started(run.events) != ["Preflight"]:
         problems.append("plays %s" % runner_events.plays_started(run.events))
+    plan = stored_plan(run)
+    if not plan:
+        problems.append("no fleet plan stored")
+    else:
+        problems += ["the stored plan lacks %s" % host for host in runner_events.event_hosts(run.events)
+                     if host not in plan["hosts"]]
     return problems
 
 

@@ -144,6 +144,24 @@ def test_a_passing_inventory_must_exit_zero_and_change_nothing(passing_run, fail
     problems = preflight_run.passing(failing_run)
     assert problems[0] == "rc=2"
     assert problems[1].startswith("failed spark-1: Check the inventory, cluster layouts, models and host facts")
+    assert problems[-1] == "no fleet plan stored"
+
+
+def test_a_passing_preflight_stores_the_plan_of_every_host(passing_run):
+    plan = preflight_run.stored_plan(passing_run)
+    assert sorted(plan["hosts"]) == ["spark-1", "spark-2"]
+    assert [(m["name"], m["nodes"]) for m in plan["models"]] == [("tiny-tp", ["spark-1", "spark-2"])]
+    events = copy.deepcopy(passing_run.events)
+    for event in events:
+        facts = ((event.get("event_data") or {}).get("res") or {}).get("ansible_facts") or {}
+        if "sparkfleet_plan" in facts:
+            del facts["sparkfleet_plan"]["hosts"]["spark-2"]
+    assert preflight_run.passing(runner_events.Run(0, "successful", events, passing_run.stats)) == [
+        "the stored plan lacks spark-2"]
+    for event in events:
+        ((event.get("event_data") or {}).get("res") or {}).pop("ansible_facts", None)
+    assert preflight_run.passing(runner_events.Run(0, "successful", events, passing_run.stats)) == [
+        "no fleet plan stored"]
 
 
 # make bench's driver (tools/bench.py) on the same recordings.
