@@ -52,7 +52,7 @@ _value:
     - C(hosts) (per host C(models), C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
       model's C(name), C(nodes), C(head), C(executor), C(master_addr), C(master_port), C(port)) and C(ray) (per
       cluster C(members), C(head), C(workers), C(gcs_port), C(dashboard_port), C(address)).
-    - A service is C(name), C(unit), C(port), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
+    - A service is C(name), C(unit), C(port), C(served_name) (the name clients ask for), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
       C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster) (the C(vllm_args) cluster), C(entry) (without
       placement keys) and C(model) (the entry as written).
     - A host's C(models) are the entries it is a node of, whose weights it needs (followers of the ray executor,

@@ -61,7 +61,7 @@ _planned: >-
 
 RETURN = r"""
 _value:
-  description: C(name), C(unit), C(port), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
+  description: C(name), C(unit), C(port), C(served_name) (the name clients ask for), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
     C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster), C(entry), C(model) of each service.
   type: list
   elements: dict

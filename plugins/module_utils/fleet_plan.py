@@ -165,9 +165,14 @@ def placements(host, models, executor=None, address_of=None):
     return out
 
 
+def served_name(model):
+    """The model name clients ask the API for: the entry's ``served_name``, else its ``model``."""
+    return model.get("served_name") or model.get("model")
+
+
 def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
     """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
-    ``{name, unit, port, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
+    ``{name, unit, port, served_name, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
     master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written)."""
     out = []
     for place in placements(host, models, executor, address_of):
@@ -177,6 +182,7 @@ def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_U
         service.update({
             "unit": "%s%s" % (unit_prefix, place["name"]),
             "port": place["model"].get("port", DEFAULT_PORT),
+            "served_name": served_name(place["model"]),
             "serves_api": place["rank"] == 0,
             "cluster": cluster_args(place, vllm_bin),
         })

@@ -329,3 +329,11 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
     real = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet,
                            CHECKS["gpu_memory_utilization"])
     assert sorted(real["hosts"]["b"]["memory"]["services"]) == ["big", "small"]
+
+
+def test_each_service_says_the_name_clients_ask_for():
+    models = [{"name": "a", "model": "org/a"}, {"name": "b", "model": "org/b", "served_name": "bee"}]
+    assert [(s["name"], s["served_name"]) for s in fp.services("h", models)] == [("a", "org/a"), ("b", "bee")]
+    # The stored plan keeps it for the roles (fleet_verify asks /v1/models for it).
+    plan = plan_filter.fleet_plan({"h": {"sparkfleet_models": models}}, ["h"])
+    assert [s["served_name"] for s in plan_filter.fleet_services([], "h", plan=plan)] == ["org/a", "bee"]
