@@ -69,7 +69,8 @@ class ActionModule(ActionBase):
         if not findings:
             plan, findings = fp.build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
         if plan is not None:
-            plan = fp.plan_memory(plan, fleet, checks["gpu_memory_utilization"])
+            findings = fp.plan_memory(plan, fleet, checks["gpu_memory_utilization"])
+            plan = None if findings else plan
         result["plan"] = plan
         if plan is not None:
             # The fleet plan on every host of the play (run_once hands a result's facts to all of them), for the

@@ -767,13 +767,21 @@ def plan_memory(plan, fleet, memory_split):
     """Adds each planned host's memory arithmetic to ``plan`` (``hosts[host].memory``): ``memory_split`` (the
     gpu_memory_utilization filter) of the entries the host holds, from its facts in ``fleet``. None where the
     facts were not gathered (a host outside --limit), the host holds nothing, or an entry is not sized
-    (preflight then checks the sum of the utilizations against the ceiling instead)."""
-    for host, view in plan["hosts"].items():
+    (preflight then checks the sum of the utilizations against the ceiling instead). Returns the findings of
+    the hosts whose entries do not fit (check_models names them first; this is the same arithmetic)."""
+    findings = []
+    for host, view in sorted(plan["hosts"].items()):
         gb10 = ((fleet.get(host) or {}).get("ansible_facts") or {}).get("gb10") or {}
         entries = [model["entry"] for model in view["models"]]
-        sized = gb10.get("memory") and entries and all(_sized(entry) for entry in entries)
-        view["memory"] = memory_split(gb10, entries, host) if sized else None
-    return plan
+        view["memory"] = None
+        if gb10.get("memory") and entries and all(_sized(entry) for entry in entries):
+            try:
+                view["memory"] = memory_split(gb10, entries, host)
+            except Exception as exc:  # pylint: disable=broad-except
+                findings.append(Finding(host, _models_var(fleet.get(host) or {}), [e.get("name") for e in entries],
+                                        str(exc), "serve fewer or smaller models on this host, shorten max_model_len, "
+                                        "or quantize"))
+    return findings
 
 
 def check_plan(fleet, roles_dir=None):

@@ -189,3 +189,11 @@ def test_bench_names_the_changed_tasks(passing_run):
     ok = next(e for e in events if e["event"] == "runner_on_ok" and e["event_data"]["host"] == "spark-2")
     ok["event_data"]["res"]["changed"] = True
     assert bench.changed_tasks(events) == ["spark-2: " + ok["event_data"]["task"]]
+
+
+def test_under_limit_only_the_reached_host_keeps_its_memory_arithmetic(passing_run):
+    plan = preflight_run.stored_plan(passing_run)
+    assert plan["hosts"]["spark-1"]["memory"] and plan["hosts"]["spark-2"]["memory"]
+    seen = preflight_run.without_memory(plan, "spark-2")
+    assert "memory" not in seen["hosts"]["spark-1"] and seen["hosts"]["spark-2"]["memory"] == plan["hosts"]["spark-2"]["memory"]
+    assert seen["models"] == plan["models"] and plan["hosts"]["spark-1"]["memory"]  # the plan itself is left as it was

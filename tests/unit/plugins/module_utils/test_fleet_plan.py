@@ -321,14 +321,23 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
         calls.append((host, [e["name"] for e in entries]))
         return {"host": host}
 
-    plan = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet, memory_split)
+    plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
+    assert pre.plan_memory(plan, fleet, memory_split) == []
     assert sorted(calls) == [("a", ["big"]), ("b", ["big", "small"])]
     assert [plan["hosts"][h]["memory"] for h in "abcd"] == [{"host": "a"}, {"host": "b"}, None, None]
     assert all("nodes" not in e and "executor" not in e for _, entries in calls for e in entries)
     # With the real filter: what the demo report shows.
-    real = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet,
-                           CHECKS["gpu_memory_utilization"])
+    real = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
+    assert pre.plan_memory(real, fleet, CHECKS["gpu_memory_utilization"]) == []
     assert sorted(real["hosts"]["b"]["memory"]["services"]) == ["big", "small"]
+
+    # Entries that do not fit are a finding naming the host and its models, not an error of the run.
+    def too_big(gb10, entries, host):
+        raise ValueError("host %s: the models need more than MemTotal" % host)
+
+    found = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet, too_big)
+    assert [(f.host, f.variable, f.value) for f in found] == [("a", "sparkfleet_models", ["big"]),
+                                                             ("b", "sparkfleet_models", ["big", "small"])]
 
 
 def test_each_service_says_the_name_clients_ask_for():
