@@ -80,7 +80,8 @@ def _address_of(hostvars, fallback=None):
 def fleet_plan(hostvars, hosts, models_var=None, stored=None):
     """The plan of ``hosts``: the one preflight stored this run (``stored``, i.e. ``ansible_facts.sparkfleet_plan``) where it
     stands for it, else planned here from ``hostvars``."""
-    own_models = models_var and any(models_var in hostvars[host] for host in hosts)
+    # A host missing from hostvars is left to the planning below, which names it.
+    own_models = models_var and any(models_var in hostvars[host] for host in hosts if host in hostvars)
     if not own_models and fp.covers(stored, hosts):
         return stored
     try:

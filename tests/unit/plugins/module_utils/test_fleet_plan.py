@@ -203,6 +203,9 @@ def test_the_stored_plan_stands_for_the_hosts_it_covers():
     assert wider is not stored and sorted(wider["hosts"]) == ["a", "b", "c"]
     for nothing in (None, {}):
         assert plan_filter.fleet_plan(hostvars, ["a", "b"], stored=nothing) == stored
+    # A host that is not in hostvars is named by the planning, also with a stored plan and a role's own list.
+    with pytest.raises(AnsibleFilterError, match="fleet_plan: .*nowhere"):
+        plan_filter.fleet_plan(hostvars, ["a", "nowhere"], models_var="model_store_models", stored=stored)
     # A host the stored plan does not cover gets its services planned from its entries.
     assert plan_filter.fleet_services([{"name": "x"}], "c", hostvars, plan=stored)[0]["name"] == "x"
 
