@@ -12,7 +12,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
 from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -63,14 +62,7 @@ class ActionModule(ActionBase):
         all_hostvars = task_vars["hostvars"]
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
-        checks = fleet_checks()
-        findings = fp.check_fleet(fleet, role_specs, checks)
-        plan = None
-        if not findings:
-            plan, findings = fp.build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
-        if plan is not None:
-            findings = fp.plan_memory(plan, fleet, checks["gpu_memory_utilization"])
-            plan = None if findings else plan
+        plan, findings = fp.judge_fleet(fleet, role_specs, fleet_checks())
         result["plan"] = plan
         if plan is not None:
             # The fleet plan on every host of the play (run_once hands a result's facts to all of them), for the

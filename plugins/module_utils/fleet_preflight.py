@@ -740,27 +740,39 @@ def optout_warnings(fleet):
 
 
 def check_fleet(fleet, role_specs, checks=None):
-    """Every check over ``{host: hostvars}``; returns all findings.
+    """Every check over ``{host: hostvars}``; returns all findings (``judge_fleet`` without its plan)."""
+    return judge_fleet(fleet, role_specs, checks)[1]
+
+
+def judge_fleet(fleet, role_specs, checks=None):
+    """``(plan, findings)``: every check over ``{host: hostvars}``, and the fleet plan of an inventory the checks
+    accept, built once, with each host's memory arithmetic (None, with the findings, otherwise).
 
     ``checks`` carries the collection's filters and rule book values the deeper
     checks use: entry_check, gpu_memory_utilization, nccl_env, forbidden_branches.
+    Without ``checks`` only the variables' types and names are checked, and no plan is built.
     """
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
         findings.extend(check_variable_types(host, host_vars, role_specs))
         findings.extend(check_unknown_variables(host, host_vars, role_specs))
-    if checks:
-        findings.extend(check_fabric(fleet))
-        findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
-        findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
-        findings.extend(check_model_sources(fleet))
-        findings.extend(check_environment(fleet))
-        findings.extend(check_firewall(fleet))
-        findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
-        if not findings:
-            findings.extend(check_plan(fleet))
-    return findings
+    if not checks:
+        return None, findings
+    findings.extend(check_fabric(fleet))
+    findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
+    findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
+    findings.extend(check_model_sources(fleet))
+    findings.extend(check_environment(fleet))
+    findings.extend(check_firewall(fleet))
+    findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
+    if findings:
+        return None, findings
+    # What preflight accepts is what the roles will do: they read this same plan.
+    plan, findings = build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
+    if plan is not None:
+        findings = plan_memory(plan, fleet, checks["gpu_memory_utilization"])
+    return (None if findings else plan), findings
 
 
 def plan_memory(plan, fleet, memory_split):
@@ -785,8 +797,8 @@ def plan_memory(plan, fleet, memory_split):
 
 
 def check_plan(fleet, roles_dir=None):
-    """The fleet plan of an inventory the checks accept must be buildable: what preflight accepts is
-    what the roles will do (they read the same plan). A PlanError here is a gap in the checks."""
+    """The findings of planning ``{host: hostvars}`` alone (``build_plan``'s): an inventory the other checks
+    accept must be plannable, so a finding here is a gap in those checks."""
     return build_plan(fleet, roles_dir)[1]
 
 

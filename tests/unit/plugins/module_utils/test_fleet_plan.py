@@ -22,6 +22,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", 
 NAMES = fp.PLAN_INPUTS + ("sparkfleet_ray_head_host", "sparkfleet_fabric_subnet")
 GCS_DEFAULT = fp.load_role_default("ray_head", "ray_head_ports")["gcs"]
 CHECKS = fleet_checks(os.path.join(TOP, "roles"))
+ROLE_SPECS = pre.load_role_specs(os.path.join(TOP, "roles"))
 _LOADED = {}
 
 
@@ -137,8 +138,14 @@ def test_plan_of_each_valid_inventory(source):
             if service["nnodes"] > 1:
                 assert service["cluster"]["master_addr"] == fleet[service["head"]]["sparkfleet_fabric_address"]
             assert not set(fp.PLACEMENT_KEYS + ("source",)) & set(service["entry"])
-    # What preflight accepts is what the roles do: its plan check finds nothing.
+    # What preflight accepts is what the roles do: its plan check finds nothing, and the plan it judges
+    # (and stores) is this one, built once.
     assert pre.check_plan(fleet) == []
+    judged, findings = pre.judge_fleet(fleet, ROLE_SPECS, CHECKS)
+    assert findings == []
+    # Plus each host's memory arithmetic, null here: the inventory alone has no facts.
+    assert [view.pop("memory") for view in judged["hosts"].values()] == [None] * len(plan["hosts"])
+    assert judged == plan
 
 
 # The models a host holds (needs the weights of) beyond its services: the followers of the ray executor,
