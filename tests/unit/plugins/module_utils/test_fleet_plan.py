@@ -116,6 +116,16 @@ EXPECTED = {
                                  ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
                      "spark-2": []},
     },
+    # Two Ray clusters: each has its own head, members and address; verify and the health probe count a
+    # cluster's members from here, not every host of groups ray_head and ray_workers.
+    "tests/preflight/valid/two_ray_clusters": {
+        "models": [("llama-70b", ["spark-1", "spark-2"], "ray", "192.168.100.11", 29501, 8000),
+                   ("qwen3-235b", ["spark-3", "spark-4"], "ray", "192.168.100.13", 29501, 8000)],
+        "ray": {"ray-a": ("spark-1", ["spark-2"], GCS_DEFAULT, "192.168.100.11:%d" % GCS_DEFAULT),
+                "ray-b": ("spark-3", ["spark-4"], GCS_DEFAULT, "192.168.100.13:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")], "spark-2": [],
+                     "spark-3": [("qwen3-235b", "sparkfleet-vllm-qwen3-235b", 8000, 0, "head")], "spark-4": []},
+    },
 }
 
 
@@ -156,6 +166,7 @@ RAY_FOLLOWERS = {
     "tests/preflight/valid/eight_mixed": {"spark-4": [("llama-405b", 1)], "spark-5": [("llama-405b", 2)],
                                           "spark-6": [("llama-405b", 3)]},
     "tests/preflight/valid/ray_ports_overridden": {"spark-2": [("llama-70b", 1)]},
+    "tests/preflight/valid/two_ray_clusters": {"spark-2": [("llama-70b", 1)], "spark-4": [("qwen3-235b", 1)]},
 }
 
 
