@@ -90,17 +90,20 @@ def fleet_plan(hostvars, hosts, models_var=None, stored=None):
         raise AnsibleFilterError("fleet_plan: %s (run playbooks/preflight.yml: it names the fix)" % exc)
 
 
-def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=fp.DEFAULT_UNIT_PREFIX, vllm_bin=None,
+def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None, vllm_bin=None,
                    address=None, plan=None):
     """The services of ``host``: the stored plan's (``plan``, i.e. ``ansible_facts.sparkfleet_plan``, when it covers ``host``),
     else planned from its model entries; a multi-node model's master address is its first node's
-    (``hostvars``), else ``address``."""
+    (``hostvars``), else ``address``. ``unit_prefix`` None: the plan's unit names (the host's
+    ``vllm_service_unit_prefix``, else that role's default)."""
     stored = fp.stored_services(plan, host, unit_prefix, vllm_bin)
     if stored is not None:
         return stored
     if not isinstance(models, list):
         raise AnsibleFilterError("fleet_services: %s: the model entries must be a list, got %r" % (host, models))
     try:
+        if not unit_prefix and hostvars is not None and host in hostvars:
+            unit_prefix = fp.unit_prefix_of(fp.plan_inputs(hostvars[host]))
         return fp.services(host, models, executor, _address_of(hostvars, address), unit_prefix, vllm_bin)
     except fp.PlanError as exc:
         raise AnsibleFilterError("fleet_services: %s" % exc)

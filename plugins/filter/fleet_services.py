@@ -37,9 +37,11 @@ options:
     description: The host's default executor (an entry's C(executor) wins).
     type: str
   unit_prefix:
-    description: Prefix of the unit names.
+    description:
+      - Prefix of the unit names (a role's own, such as C(vllm_service_unit_prefix)).
+      - Unset or empty, the plan's unit names, from the host's C(vllm_service_unit_prefix) where the inventory sets it,
+        else the C(sparkfleet.gb10.vllm_service) role's default (the prefix's one home).
     type: str
-    default: sparkfleet-vllm-
   vllm_bin:
     description: The vllm executable, put into each service's C(cluster).
     type: str

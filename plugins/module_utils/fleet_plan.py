@@ -44,7 +44,6 @@ DEFAULT_PORT = MODEL_ENTRY_SPEC["port"]["default"]
 DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
 DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
 DEFAULT_CLUSTER = "default"
-DEFAULT_UNIT_PREFIX = "sparkfleet-vllm-"
 RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
@@ -59,6 +58,16 @@ def load_role_default(role, name, roles_dir=ROLES_DIR):
         return None
     with open(path) as handle:
         return (yaml.safe_load(handle) or {}).get(name)
+
+
+# The vLLM unit names' prefix: vllm_service's default (its one home), or the inventory's vllm_service_unit_prefix.
+DEFAULT_UNIT_PREFIX = load_role_default("vllm_service", "vllm_service_unit_prefix")
+
+
+def unit_prefix_of(host_vars):
+    """The prefix of a host's vLLM unit names: its ``vllm_service_unit_prefix`` where the inventory sets it, else
+    vllm_service's default; the plan's unit names, and so fleet_health's, follow it."""
+    return (host_vars or {}).get("vllm_service_unit_prefix") or DEFAULT_UNIT_PREFIX
 
 
 # ------------------------------------------------------------------ one host's view
@@ -170,10 +179,12 @@ def served_name(model):
     return model.get("served_name") or model.get("model")
 
 
-def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
+def services(host, models, executor=None, address_of=None, unit_prefix=None, vllm_bin=None):
     """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
     ``{name, unit, port, served_name, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
-    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written)."""
+    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written).
+    ``unit_prefix``: None for vllm_service's default."""
+    unit_prefix = unit_prefix or DEFAULT_UNIT_PREFIX
     out = []
     for place in placements(host, models, executor, address_of):
         if not place["runs_unit"]:
@@ -190,17 +201,18 @@ def services(host, models, executor=None, address_of=None, unit_prefix=DEFAULT_U
     return out
 
 
-def stored_services(plan, host, unit_prefix=DEFAULT_UNIT_PREFIX, vllm_bin=None):
+def stored_services(plan, host, unit_prefix=None, vllm_bin=None):
     """``host``'s services out of a stored plan (the one preflight built and stored this run), with a role's
-    unit prefix and vLLM path; None when there is no plan or it does not cover ``host`` (a role used alone
-    plans from its own variables then)."""
+    unit prefix (None: the plan's unit names) and vLLM path; None when there is no plan or it does not cover
+    ``host`` (a role used alone plans from its own variables then)."""
     view = ((plan or {}).get("hosts") or {}).get(host)
     if view is None:
         return None
     out = []
     for service in view["services"]:
         service = dict(service)
-        service["unit"] = "%s%s" % (unit_prefix, service["name"])
+        if unit_prefix:
+            service["unit"] = "%s%s" % (unit_prefix, service["name"])
         service["cluster"] = cluster_args(service, vllm_bin)
         out.append(service)
     return out
@@ -282,7 +294,7 @@ def fleet_address_of(fleet):
     return address_of
 
 
-def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
+def build(fleet, roles_dir=ROLES_DIR):
     """The plan of ``{host: hostvars}``:
 
     ``{"hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
@@ -311,7 +323,7 @@ def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
         role = ray_role(host_vars.get("group_names"))
         plan["hosts"][host] = {
             "models": placements(host, host_models(host_vars), executor, address_of),
-            "services": services(host, host_models(host_vars), executor, address_of, unit_prefix),
+            "services": services(host, host_models(host_vars), executor, address_of, unit_prefix_of(host_vars)),
             "ray_role": role,
             "ray_cluster": cluster_name(host_vars) if role else None,
             "fabric_address": host_vars.get("sparkfleet_fabric_address"),
@@ -337,7 +349,8 @@ def build(fleet, roles_dir=ROLES_DIR, unit_prefix=DEFAULT_UNIT_PREFIX):
 
 # The variables of a host the plan reads (a filter copies only these out of hostvars).
 PLAN_INPUTS = ("group_names", "sparkfleet_models", "vllm_service_models", "sparkfleet_cluster", "sparkfleet_executor",
-               "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports")
+               "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports",
+               "vllm_service_unit_prefix")
 
 
 def plan_inputs(host_vars, models_var=None):

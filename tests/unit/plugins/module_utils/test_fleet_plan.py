@@ -292,6 +292,24 @@ def test_unit_prefix_executor_and_address_fallback():
     assert got[0]["master_addr"] == "10.0.0.1"
 
 
+def test_unit_names_have_one_prefix():
+    """vllm_service's default is the prefix's one home; an inventory's vllm_service_unit_prefix renames the
+    plan's units, and a role that passes no prefix of its own (fleet_health) reads the plan's names."""
+    assert fp.DEFAULT_UNIT_PREFIX == fp.load_role_default("vllm_service", "vllm_service_unit_prefix")
+    entry = {"name": "m", "model": "x"}
+    fleet = {"a": {"sparkfleet_models": [entry], "vllm_service_unit_prefix": "lab-vllm-"},
+             "b": {"sparkfleet_models": [entry]}}
+    plan = fp.build(fleet)
+    assert [s["unit"] for s in plan["hosts"]["a"]["services"]] == ["lab-vllm-m"]
+    assert [s["unit"] for s in plan["hosts"]["b"]["services"]] == [fp.DEFAULT_UNIT_PREFIX + "m"]
+    for host, unit in (("a", "lab-vllm-m"), ("b", fp.DEFAULT_UNIT_PREFIX + "m")):
+        # The stored plan's names, and the same planned from hostvars without it.
+        assert [s["unit"] for s in plan_filter.fleet_services([], host, plan=plan)] == [unit]
+        assert [s["unit"] for s in plan_filter.fleet_services([entry], host, fleet)] == [unit]
+        # A role's own prefix wins (vllm_service passes vllm_service_unit_prefix).
+        assert [s["unit"] for s in plan_filter.fleet_services([], host, unit_prefix="u-", plan=plan)] == ["u-m"]
+
+
 @pytest.mark.parametrize("models, words", [
     ([{"name": "m", "nodes": "a"}], "nodes='a': must be a list"),
     (["just-a-name"], "a model entry must be a mapping"),
