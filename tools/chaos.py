@@ -54,9 +54,11 @@ import yaml
 HEAD, FOLLOWER = "spark-1", "spark-2"
 MODEL = "tiny-tp"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Unit names, the dashboard port and the cluster token's path, from their homes (the roles' defaults).
+# Unit names, the dashboard port and the cluster token's path, from their homes (the roles' defaults, the
+# fleet defaults).
 sys.path.insert(0, os.path.join(REPO, "collections"))
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default  # noqa: E402
 VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
 UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
 RAY_HEAD = fleet_plan.load_role_default("ray_head", "ray_head_service_name") + ".service"
@@ -64,7 +66,7 @@ RAY_WORKER = fleet_plan.load_role_default("ray_worker", "ray_worker_service_name
 PROBE = fleet_plan.load_role_default("fleet_health", "fleet_health_unit_name") + ".service"
 FIREWALL = fleet_plan.load_role_default("fabric_firewall", "fabric_firewall_unit") + ".service"
 RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
-RAY_TOKEN_FILE = fleet_plan.load_role_default("ray_head", "ray_head_auth_token_file")
+RAY_TOKEN_FILE = fleet_default("ray_auth_token_file")
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")

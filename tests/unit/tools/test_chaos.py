@@ -11,6 +11,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
 import chaos  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import FLEET_DEFAULTS  # noqa: E402
 
 
 def test_record_replaces_its_own_section_and_keeps_the_bench_figures(tmp_path):
@@ -88,7 +89,8 @@ def test_unit_names_and_ray_settings_come_from_the_role_defaults():
     assert chaos.PROBE == default("fleet_health", "fleet_health_unit_name") + ".service"
     assert chaos.FIREWALL == default("fabric_firewall", "fabric_firewall_unit") + ".service"
     assert chaos.RAY_DASHBOARD_PORT == default("ray_head", "ray_head_ports")["dashboard"]
-    assert chaos.RAY_TOKEN_FILE == default("ray_head", "ray_head_auth_token_file")
+    assert chaos.RAY_TOKEN_FILE == FLEET_DEFAULTS["ray_auth_token_file"][0]
+    assert "fleet_default', 'ray_auth_token_file'" in default("ray_head", "ray_head_auth_token_file")
     assert (chaos.FIREWALL, chaos.RAY_WORKER) in chaos.BOOT_ORDER
 
 

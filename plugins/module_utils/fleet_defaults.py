@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The defaults that several roles must agree on, each written once.
+
+A path or name that one role writes and others read (the virtualenv, the NCCL
+environment file, the Ray token, the vLLM secrets directory, the model store,
+the service account, the fabric interface) has its default here. Each role's own
+variable defaults to it through the ``sparkfleet.gb10.fleet_default`` lookup, the
+inventory's ``sparkfleet_*`` variable first where there is one, so changing a
+default here changes it for writer and readers together. GB10/SM121 facts that
+change behaviour are not here: they are rules (``rulebook.py``).
+
+Pure Python, standard library only.
+"""
+
+from __future__ import annotations
+
+# name: (default, the inventory variable that sets it for every role or None, who writes it, who reads it)
+FLEET_DEFAULTS = {
+    "venv_path": ("/opt/sparkfleet/venv", "sparkfleet_venv_path",
+                  "vllm_venv builds it", "ray_head, ray_worker, vllm_service, model_store, fleet_verify, fleet_health"),
+    "service_user": ("sparkfleet", "sparkfleet_service_user",
+                     "ray_head, ray_worker and vllm_service run as it", "the same roles"),
+    "model_store_dir": ("/var/lib/sparkfleet/models", "sparkfleet_model_store_dir",
+                        "model_store places each model with a source in <dir>/<name>", "vllm_service serves it from there"),
+    "fabric_ifname": ("enp1s0f1np1", "sparkfleet_fabric_ifname",
+                      "qsfp_network configures it (the cabled half of QSFP port 1)",
+                      "ray_head, ray_worker, vllm_service (NCCL/Gloo/UCX interface), fleet_verify, fleet_health, "
+                      "preflight, the summary"),
+    "nccl_env_file": ("/etc/sparkfleet/nccl.env", None,
+                      "nccl writes LD_LIBRARY_PATH and VLLM_NCCL_SO_PATH of the NCCL it built",
+                      "ray_head, ray_worker and vllm_service load it (EnvironmentFile), fleet_health checks it"),
+    "ray_auth_token_file": ("/etc/sparkfleet/ray/auth_token", None,
+                            "ray_head writes the cluster's token", "ray_worker, vllm_service (ray executor), "
+                            "fleet_verify and fleet_health pass it to Ray"),
+    "vllm_secrets_dir": ("/etc/sparkfleet/vllm", None,
+                         "vllm_service writes <name>.env (VLLM_API_KEY, HF_TOKEN)",
+                         "fleet_health reads each endpoint's key there"),
+}
+
+
+def fleet_default(name):
+    """The default of ``name``; KeyError names the known ones."""
+    if name not in FLEET_DEFAULTS:
+        raise KeyError("unknown fleet default '%s'; known: %s" % (name, ", ".join(sorted(FLEET_DEFAULTS))))
+    return FLEET_DEFAULTS[name][0]
