@@ -28,7 +28,6 @@ except ImportError:  # reported when used
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import (  # noqa: F401 (the firewall's API)
     RAY_ROLE_BY_GROUP, ROLES_DIR, load_role_default)
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import CLUSTER_SPEC, MODEL_ENTRY_SPEC
 
 TABLE = "sparkfleet"
 FAMILY = "inet"
@@ -103,12 +102,11 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
     found = []
     role = fleet_plan.ray_role(groups)
     if role:
-        ports = dict(load_role_default(role, role + "_ports", roles_dir) or {})
         own = (ray_ports or {}).get(role)
-        if own is not None:
-            if not isinstance(own, dict):
-                raise FirewallError("%s_ports=%r: must be a mapping of Ray port names to ports" % (role, own))
-            ports.update(own)
+        if own is not None and not isinstance(own, dict):
+            raise FirewallError("%s_ports=%r: must be a mapping of Ray port names to ports" % (role, own))
+        # As Ansible sets it and the plan reads it: the inventory's map replaces the role's whole default.
+        ports = fleet_plan.ray_ports(role, {role + "_ports": own} if own is not None else None, roles_dir)
         for key, port in sorted(ports.items()):
             if key in ("min_worker", "max_worker"):
                 continue
@@ -118,7 +116,6 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
             low, _ = parse_ports(ports["min_worker"], "%s_ports.min_worker" % role)
             _, high = parse_ports(ports["max_worker"], "%s_ports.max_worker" % role)
             found.append((low, high, "%s_ports.min_worker-max_worker" % role))
-    default_master = CLUSTER_SPEC["master_port"]["default"]
     serves_source = False
     for index, model in enumerate(models or []):
         if not isinstance(model, dict):
@@ -128,9 +125,9 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
             serves_source = True
         if host not in nodes or len(nodes) < 2:
             continue
-        if (model.get("executor") or executor or CLUSTER_SPEC["executor"]["default"]) != "mp":
+        if fleet_plan.executor_of(model, executor) != "mp":
             continue
-        low, high = parse_ports(model.get("master_port", default_master), "models[%d].master_port" % index)
+        low, high = parse_ports(model.get("master_port", fleet_plan.DEFAULT_MASTER_PORT), "models[%d].master_port" % index)
         found.append((low, high, "model %s master_port" % model.get("name", index)))
     if serves_source:
         port = role_value(rsync_port, "model_store", "model_store_rsync_port", roles_dir)
@@ -150,7 +147,6 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
 
 def api_ports(host, models=None):
     """The API ports this host serves: one per model entry whose first node it is."""
-    default_port = MODEL_ENTRY_SPEC["port"]["default"]
     found = []
     for index, model in enumerate(models or []):
         if not isinstance(model, dict):
@@ -158,7 +154,7 @@ def api_ports(host, models=None):
         nodes = model_nodes(model, host)
         if nodes[0] != host:
             continue
-        low, high = parse_ports(model.get("port", default_port), "models[%d].port" % index)
+        low, high = parse_ports(model.get("port", fleet_plan.DEFAULT_PORT), "models[%d].port" % index)
         found.append((low, high, "model %s port" % model.get("name", index)))
     return sorted(set(found))
 

@@ -710,7 +710,7 @@ def check_firewall(fleet, roles_dir=None):
                     continue
             except fabric_firewall.FirewallError:
                 continue  # nodes of the wrong type: check_models names it
-            port = model.get("port", fabric_firewall.MODEL_ENTRY_SPEC["port"]["default"])
+            port = model.get("port", fleet_plan.DEFAULT_PORT)
             for low, high, why in internal:
                 # Ray's ports and the rendezvous against the API: check_cluster_layout names those.
                 if isinstance(port, int) and low <= port <= high and not why.startswith(("model ", "ray_")):

@@ -58,10 +58,19 @@ def test_ray_ports_follow_the_hosts_ray_group(groups, role):
 
 
 def test_inventory_override_of_ray_ports_wins():
-    got = internal(fabric_firewall_plan(data(ray_head_ports={"gcs": 7000, "min_worker": 30000, "max_worker": 30010})))
+    whole = dict(head_defaults(), gcs=7000, min_worker=30000, max_worker=30010)
+    got = internal(fabric_firewall_plan(data(ray_head_ports=whole)))
     assert got["ray_head_ports.gcs"] == (7000, 7000)
     assert got["ray_head_ports.min_worker-max_worker"] == (30000, 30010)
     assert got["ray_head_ports.node_manager"] == (head_defaults()["node_manager"],) * 2
+
+
+def test_inventory_ray_ports_replace_the_default_map_as_ansible_does():
+    """The inventory's map replaces the role's whole default (Ansible does not merge it, and the fleet plan
+    reads it so); preflight refuses a map that leaves ports out (case ray_ports_partial_override)."""
+    got = internal(fabric_firewall_plan(data(ray_head_ports={"gcs": 7000})))
+    assert got["ray_head_ports.gcs"] == (7000, 7000)
+    assert not [why for why in got if why.startswith("ray_head_ports.") and why != "ray_head_ports.gcs"]
 
 
 @pytest.mark.parametrize("model, host, master, api", [
