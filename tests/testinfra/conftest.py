@@ -31,7 +31,8 @@ COLLECTIONS = os.path.join(TOP, "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, rulebook  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -75,10 +76,14 @@ def _collection_filters():
     return filters
 
 
+# The collection's lookups the role defaults use, from this checkout.
+LOOKUPS = {"sparkfleet.gb10.rulebook": rulebook.setting, "sparkfleet.gb10.fleet_default": fleet_default}
+
+
 def _lookup(plugin, *terms, **_kwargs):
-    if plugin != "sparkfleet.gb10.rulebook":
-        raise NotImplementedError("lookup %r: only the rule book resolves in the host-state tests" % plugin)
-    values = [rulebook.setting(term) for term in terms]
+    if plugin not in LOOKUPS:
+        raise NotImplementedError("lookup %r: only %s resolve in the host-state tests" % (plugin, ", ".join(LOOKUPS)))
+    values = [LOOKUPS[plugin](term) for term in terms]
     return values[0] if len(values) == 1 else values
 
 
@@ -99,11 +104,16 @@ class HostVars:
             return self.hostname
         if key == "groups":
             return self.groups
+        if key == "group_names":
+            return [g for g in sorted(self.groups) if g != "all" and self.hostname in self.groups[g]]
         if key not in self._cache:
             if key not in self.raw:
                 raise KeyError("%s: variable %s is neither in a role's defaults nor in the inventory" % (self.hostname, key))
             self._cache[key] = self.render(self.raw[key])
         return self._cache[key]
+
+    def __contains__(self, key):
+        return key in self.raw or key in ("inventory_hostname", "groups", "group_names")
 
     def get(self, key, default=None):
         try:
@@ -158,14 +168,25 @@ def hostvars(host, request, inventory_groups):
         pytest.fail(str(error))
 
 
-@pytest.fixture(scope="module")
-def served_models(hostvars):
-    """Model entries this host runs a unit for: its own, and multi-node ones it is a member of."""
-    models = hostvars["sparkfleet_models"]
-    return [m for m in models if "nodes" not in m or hostvars.hostname in hostvars.render(m["nodes"])]
+@pytest.fixture(scope="session")
+def plan(request, inventory_groups):
+    """The fleet plan (plugins/module_utils/fleet_plan.py) of the inventory's hosts, as preflight builds it."""
+    group_vars = request.config.getoption("--sparkfleet-group-vars")
+    hosts = inventory_groups.get("sparks") or inventory_groups["all"]
+    return fleet_plan.build(dict((h, fleet_plan.plan_inputs(collection_vars(h, inventory_groups, group_vars)))
+                                 for h in hosts))
 
 
 @pytest.fixture(scope="module")
-def api_models(hostvars, served_models):
-    """Model entries whose API this host serves (own ones, and multi-node ones it heads)."""
-    return [m for m in served_models if "nodes" not in m or hostvars.render(m["nodes"])[0] == hostvars.hostname]
+def served_models(hostvars, plan):
+    """The vLLM services this host runs a unit for (the plan's: its own models, and multi-node ones it is a
+    member of, except followers of the ray executor, which run inside the Ray worker)."""
+    return plan["hosts"][hostvars.hostname]["services"]
+
+
+@pytest.fixture(scope="module")
+def api_models(served_models):
+    """The services whose API this host serves (own ones, and multi-node ones it heads)."""
+    return [s for s in served_models if s["serves_api"]]
+
+

@@ -20,7 +20,7 @@ def _journal(host, unit):
 
 def _units(hostvars, served_models):
     ray = hostvars["ray_head_service_name"] if hostvars.in_group("ray_head") else hostvars["ray_worker_service_name"]
-    vllm = [hostvars["vllm_service_unit_prefix"] + model["name"] for model in served_models]
+    vllm = [service["unit"] for service in served_models]
     return [ray + ".service"] + [unit + ".service" for unit in vllm] + [hostvars["fleet_health_unit_name"] + ".timer"]
 
 
@@ -39,17 +39,17 @@ def _listening(host, port):
 
 def test_api_ports_listen(host, hostvars, api_models):
     """Every endpoint this host serves listens on its port and bind address (model entry's host, default 0.0.0.0)."""
-    for model in api_models:
-        address = model.get("host", "0.0.0.0")
-        assert host.socket("tcp://%s:%s" % (address, model["port"])).is_listening, (
+    for service in api_models:
+        address = service["model"].get("host", "0.0.0.0")
+        assert host.socket("tcp://%s:%s" % (address, service["port"])).is_listening, (
             "%s: %s does not listen on %s:%s (listening there: %s)\n%s"
-            % (hostvars.hostname, model["name"], address, model["port"], _listening(host, model["port"]),
-               _journal(host, hostvars["vllm_service_unit_prefix"] + model["name"])))
+            % (hostvars.hostname, service["name"], address, service["port"], _listening(host, service["port"]),
+               _journal(host, service["unit"])))
 
 
-def test_ray_head_listens_on_its_fabric_address(host, hostvars):
+def test_ray_head_listens_on_its_fabric_address(host, hostvars, plan):
     """The head's GCS listens (fabric address or all); a worker runs no GCS of its own."""
-    gcs = hostvars["ray_head_ports"]["gcs"]
+    gcs = plan["ray"][plan["hosts"][hostvars.hostname]["ray_cluster"]]["gcs_port"]
     if not hostvars.in_group("ray_head"):
         assert _listening(host, gcs) == [], "%s is a Ray worker but something listens on the GCS port" % hostvars.hostname
         return
