@@ -109,6 +109,15 @@ def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None,
         raise AnsibleFilterError("fleet_services: %s" % exc)
 
 
+def ray_cluster(host, hostvars, hosts=None, stored=None):
+    """The Ray cluster ``host`` belongs to in the plan of ``hosts`` (``fleet_plan``: the stored plan where it
+    stands for them): ``{members, head, workers, gcs_port, dashboard_port, address}``; ``{}`` for a host in no
+    Ray group."""
+    plan = fleet_plan(hostvars, list(hosts or []) + ([] if host in (hosts or []) else [host]), stored=stored)
+    name = (plan["hosts"].get(host) or {}).get("ray_cluster")
+    return dict(plan["ray"].get(name) or {}) if name else {}
+
+
 def ray_head_port(head, hostvars=None, name="gcs"):
     """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray_head role's default)."""
     head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}

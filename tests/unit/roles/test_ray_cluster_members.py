@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """fleet_verify's Ray gate and fleet_health's probe count the members of the head's own Ray cluster, from the
-fleet plan: with two Ray clusters in one inventory, each head expects its pair, not all four Ray hosts."""
+fleet plan: with two Ray clusters in one inventory, each head expects its pair, not all four Ray hosts; and a
+worker (ray_worker) and the ray executor (vllm_service) find their head there when the inventory names none."""
 
 import json
 import os
@@ -10,7 +11,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 INVENTORY = os.path.join(REPO, "tests", "preflight", "valid", "two_ray_clusters")
 
 PLAY = """
-- hosts: ray_head
+- hosts: sparks
   connection: local
   gather_facts: false
   vars_files:
@@ -18,13 +19,16 @@ PLAY = """
     - %(repo)s/roles/fleet_verify/vars/main.yml
     - %(repo)s/roles/fleet_health/defaults/main.yml
     - %(repo)s/roles/fleet_health/vars/main.yml
+    - %(repo)s/roles/ray_worker/defaults/main.yml
+    - %(repo)s/roles/vllm_service/defaults/main.yml
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   tasks:
-    - name: Keep what each role reads of this head's cluster
+    - name: Keep what each role reads of this host's cluster
       ansible.builtin.copy:
         content: >-
-          {{ {'verify': _fleet_verify_ray_cluster, 'health': _fleet_health_config.ray} | to_json }}
+          {{ {'verify': _fleet_verify_ray_cluster, 'health': _fleet_health_config.ray,
+              'worker_head': ray_worker_head_host, 'ray_address': vllm_service_ray_address} | to_json }}
         dest: "%(out)s/{{ inventory_hostname }}.json"
         mode: "0600"
       delegate_to: localhost
@@ -46,3 +50,11 @@ def test_each_head_counts_its_own_clusters_members(tmp_path):
         assert seen["verify"]["address"].startswith(address + ":")
         assert seen["health"]["expected_members"] == len(members)
         assert seen["health"]["address"] == seen["verify"]["address"]
+        # The inventory names no head (sparkfleet_ray_head_host): each worker joins, and each member's ray
+        # executor connects to, the head of its own cluster, found in the plan.
+        for member in members:
+            seen = json.loads((tmp_path / (member + ".json")).read_text())
+            assert seen["worker_head"] == head
+            assert seen["verify"]["members"] == members
+            assert seen["ray_address"] == seen["verify"]["address"]
+            assert seen["ray_address"].startswith(address + ":")

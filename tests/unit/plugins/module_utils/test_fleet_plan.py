@@ -385,3 +385,16 @@ def test_each_service_says_the_name_clients_ask_for():
     # The stored plan keeps it for the roles (fleet_verify asks /v1/models for it).
     plan = plan_filter.fleet_plan({"h": {"sparkfleet_models": models}}, ["h"])
     assert [s["served_name"] for s in plan_filter.fleet_services([], "h", plan=plan)] == ["org/a", "bee"]
+
+
+def test_ray_cluster_of_each_host():
+    """The filter ray_cluster (fleet_verify's Ray gate, fleet_health's probe): each host's own cluster, from the
+    stored plan or planned from hostvars, and nothing for a host in no Ray group."""
+    fleet = fleet_of("tests/preflight/valid/two_ray_clusters")
+    plan = fp.build(fleet)
+    for host, name in (("spark-1", "ray-a"), ("spark-2", "ray-a"), ("spark-3", "ray-b"), ("spark-4", "ray-b")):
+        assert plan_filter.ray_cluster(host, fleet, sorted(fleet)) == plan["ray"][name]
+        assert plan_filter.ray_cluster(host, {}, sorted(fleet), stored=plan) == plan["ray"][name]
+    assert plan_filter.ray_cluster("spark-3", fleet, sorted(fleet))["members"] == ["spark-3", "spark-4"]
+    single = fleet_of("inventories/single-spark")
+    assert plan_filter.ray_cluster(sorted(single)[0], single, sorted(single)) == {}
