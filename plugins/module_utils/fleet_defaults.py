@@ -34,6 +34,9 @@ FLEET_DEFAULTS = {
     "ray_auth_token_file": ("/etc/sparkfleet/ray/auth_token", None,
                             "ray_head writes the cluster's token", "ray_worker, vllm_service (ray executor), "
                             "fleet_verify and fleet_health pass it to Ray"),
+    "venv_freeze_name": ("sparkfleet-freeze.txt", None,
+                         "vllm_venv writes the virtualenv's pip freeze into <venv_path>/<this name>",
+                         "ray_head, ray_worker and vllm_service restart their units when it changes (start_inputs)"),
     "vllm_secrets_dir": ("/etc/sparkfleet/vllm", None,
                          "vllm_service writes <name>.env (VLLM_API_KEY, HF_TOKEN)",
                          "fleet_health reads each endpoint's key there"),

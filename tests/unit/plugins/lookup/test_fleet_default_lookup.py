@@ -42,21 +42,23 @@ def _code(path):
 @pytest.mark.parametrize("name", sorted(n for n in FLEET_DEFAULTS if n != "service_user"))
 def test_no_role_writes_a_shared_default_again(name):
     value = FLEET_DEFAULTS[name][0]
-    pattern = re.compile(r"(?<![\w/.-])%s(?![\w/.-])" % re.escape(value))
+    pattern = re.compile(r"(?<![\w.-])%s(?![\w/.-])" % re.escape(value))
     written = [os.path.relpath(p, TOP) for p in ROLE_FILES if pattern.search(_code(p))]
     assert written == [], "%s (%s) is written again; read lookup('sparkfleet.gb10.fleet_default', '%s')" % (
         value, name, name)
 
 
 def test_roles_that_share_a_default_agree():
-    """Every role variable that defaults to a shared default reads it through the lookup (the service account
+    """Every shared default is read, through the lookup, by the roles that must agree on it (the service account
     included, whose value is too common a word for the text scan above)."""
     readers = {}
-    for path in glob.glob(os.path.join(TOP, "roles", "*", "defaults", "main.yml")):
-        with open(path) as handle:
-            for var, value in (yaml.safe_load(handle) or {}).items():
-                for name in re.findall(r"fleet_default', '(\w+)'", str(value)):
-                    readers.setdefault(name, []).append(var)
+    for path in ROLE_FILES:
+        role = os.path.relpath(path, TOP).split(os.sep)[1]
+        for name in re.findall(r"fleet_default', '(\w+)'", _code(path)):
+            readers.setdefault(name, set()).add(role)
     assert set(readers) == set(FLEET_DEFAULTS)
-    assert sorted(readers["service_user"]) == ["ray_head_user", "ray_worker_user", "vllm_service_user"]
-    assert len(readers["nccl_env_file"]) >= 4 and "nccl_env_file" in readers["nccl_env_file"]
+    assert readers["service_user"] == {"ray_head", "ray_worker", "vllm_service"}
+    assert readers["venv_freeze_name"] == {"vllm_venv", "ray_head", "ray_worker", "vllm_service"}
+    assert {"nccl", "ray_head", "ray_worker", "vllm_service", "fleet_health"} <= readers["nccl_env_file"]
+    with open(os.path.join(TOP, "roles", "ray_head", "defaults", "main.yml")) as handle:
+        assert "ray_auth_token_file" in yaml.safe_load(handle)["ray_head_auth_token_file"]
