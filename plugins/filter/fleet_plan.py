@@ -110,12 +110,21 @@ def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None,
 
 
 def ray_cluster(host, hostvars, hosts=None, stored=None):
-    """The Ray cluster ``host`` belongs to in the plan of ``hosts`` (``fleet_plan``: the stored plan where it
-    stands for them): ``{members, head, workers, gcs_port, dashboard_port, address}``; ``{}`` for a host in no
-    Ray group."""
-    plan = fleet_plan(hostvars, list(hosts or []) + ([] if host in (hosts or []) else [host]), stored=stored)
-    name = (plan["hosts"].get(host) or {}).get("ray_cluster")
-    return dict(plan["ray"].get(name) or {}) if name else {}
+    """The Ray cluster ``host`` belongs to: ``{members, head, workers, gcs_port, dashboard_port, address}``; ``{}``
+    for a host in no Ray group. From the stored plan where it covers ``hosts`` (the hosts of the Ray groups),
+    else from the Ray part of the plan alone (``fleet_plan.ray_clusters``), so that a role run on its own is
+    not failed by the layout of models it does not serve."""
+    hosts = list(hosts or []) + ([] if host in (hosts or []) else [host])
+    if fp.covers(stored, hosts):
+        name = stored["hosts"][host].get("ray_cluster")
+        return dict(stored["ray"].get(name) or {}) if name else {}
+    missing = [h for h in hosts if hostvars is None or h not in hostvars]
+    if missing:
+        raise AnsibleFilterError("ray_cluster: %s not in hostvars" % ", ".join(missing))
+    fleet = dict((h, fp.plan_inputs(hostvars[h])) for h in hosts)
+    if fp.ray_role(fleet[host].get("group_names")) is None:
+        return {}
+    return dict(fp.ray_clusters(fleet).get(fp.cluster_name(fleet[host])) or {})
 
 
 def ray_head_port(head, hostvars=None, name="gcs"):

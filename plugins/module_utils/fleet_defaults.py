@@ -19,7 +19,7 @@ from __future__ import annotations
 # name: (default, the inventory variable that sets it for every role or None, who writes it, who reads it)
 FLEET_DEFAULTS = {
     "venv_path": ("/opt/sparkfleet/venv", "sparkfleet_venv_path",
-                  "vllm_venv builds it", "ray_head, ray_worker, vllm_service, model_store, fleet_verify, fleet_health"),
+                  "vllm_venv builds it", "ray_head, ray_worker, vllm_service, fleet_verify, fleet_health"),
     "service_user": ("sparkfleet", "sparkfleet_service_user",
                      "ray_head, ray_worker and vllm_service run as it", "the same roles"),
     "model_store_dir": ("/var/lib/sparkfleet/models", "sparkfleet_model_store_dir",

@@ -4,8 +4,8 @@
 """The fleet plan: which hosts serve which model, with whom, on which ports.
 
 One computation from the inventory's fleet variables (each host's model entries,
-fabric address, Ray group and cluster, executor, Ray ports) to what every stage
-does with them:
+fabric address, Ray group and cluster, executor, Ray ports, vLLM unit prefix:
+``PLAN_INPUTS``) to what every stage does with them:
 
 - each multi-node model: its nodes, head (the first node), executor, master address
   and rendezvous port, API port;
@@ -17,7 +17,7 @@ does with them:
 
 Preflight (``fleet_preflight``) checks the inventory with these functions and
 builds the plan of a fleet it accepts; the ``sparkfleet.gb10.fleet_plan``,
-``fleet_services`` and ``ray_gcs_port`` filters put the same functions in front of
+``fleet_services``, ``ray_cluster`` and ``ray_gcs_port`` filters put the same functions in front of
 the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, ``model_store``, the Ray roles).
 No port number is written here: the model entry's come from its schema
 (``model_entry``), Ray's from the ``ray_head`` role's defaults (``ray_head_ports``),

@@ -582,6 +582,12 @@ def check_cluster_layout(fleet, ray_defaults=None):
         elif role and head is not None and _ray_role(fleet[head]) != "ray_head":
             findings.append(Finding(host, "sparkfleet_ray_head_host", head, "%s is not in group ray_head" % head,
                                     "put %s in group ray_head or name the host that is" % head))
+        elif role and head is not None and _cluster_of(fleet[head]) != _cluster_of(host_vars):
+            findings.append(Finding(host, "sparkfleet_ray_head_host", head,
+                                    "%s heads Ray cluster '%s', not this host's '%s'" % (
+                                        head, _cluster_of(fleet[head]), _cluster_of(host_vars)),
+                                    "leave sparkfleet_ray_head_host unset (the fleet plan finds each cluster's "
+                                    "head) or name the head of the host's own sparkfleet_cluster"))
     for name, members in sorted(clusters.items()):
         heads = [h for h in members if _ray_role(fleet[h]) == "ray_head"]
         named = sorted(set(str(fleet[h].get("sparkfleet_ray_head_host")) for h in members

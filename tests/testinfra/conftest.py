@@ -188,5 +188,3 @@ def served_models(hostvars, plan):
 def api_models(served_models):
     """The services whose API this host serves (own ones, and multi-node ones it heads)."""
     return [s for s in served_models if s["serves_api"]]
-
-

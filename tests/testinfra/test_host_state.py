@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 
 def _journal(host, unit):
     return host.run("journalctl -u %s -n 30 --no-pager" % unit).stdout
@@ -49,7 +51,10 @@ def test_api_ports_listen(host, hostvars, api_models):
 
 def test_ray_head_listens_on_its_fabric_address(host, hostvars, plan):
     """The head's GCS listens (fabric address or all); a worker runs no GCS of its own."""
-    gcs = plan["ray"][plan["hosts"][hostvars.hostname]["ray_cluster"]]["gcs_port"]
+    cluster = plan["hosts"][hostvars.hostname]["ray_cluster"]
+    if cluster is None:
+        pytest.skip("%s is in no Ray group: it runs no Ray node" % hostvars.hostname)
+    gcs = plan["ray"][cluster]["gcs_port"]
     if not hostvars.in_group("ray_head"):
         assert _listening(host, gcs) == [], "%s is a Ray worker but something listens on the GCS port" % hostvars.hostname
         return

@@ -398,3 +398,15 @@ def test_ray_cluster_of_each_host():
     assert plan_filter.ray_cluster("spark-3", fleet, sorted(fleet))["members"] == ["spark-3", "spark-4"]
     single = fleet_of("inventories/single-spark")
     assert plan_filter.ray_cluster(sorted(single)[0], single, sorted(single)) == {}
+
+
+def test_ray_cluster_is_not_failed_by_models_outside_the_ray_groups():
+    """Without a stored plan (a role run on its own) only the Ray groups are read: a model whose nodes are not
+    among the hosts asked for does not fail the head's cluster."""
+    fleet = {"h": {"group_names": ["ray_head"], "sparkfleet_fabric_address": "10.0.0.1",
+                   "sparkfleet_models": [{"name": "m", "model": "x", "nodes": ["h", "elsewhere"]}]},
+             "w": {"group_names": ["ray_workers"]}}
+    got = plan_filter.ray_cluster("w", fleet, ["h", "w"])
+    assert (got["head"], got["members"], got["address"]) == ("h", ["h", "w"], "10.0.0.1:%d" % GCS_DEFAULT)
+    with pytest.raises(AnsibleFilterError, match="ghost not in hostvars"):
+        plan_filter.ray_cluster("w", fleet, ["h", "w", "ghost"])

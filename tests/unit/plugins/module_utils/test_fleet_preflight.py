@@ -177,6 +177,18 @@ def test_separate_clusters_may_each_have_a_head():
     assert fp.check_cluster_layout(fleet, RAY_DEFAULTS) == []
 
 
+def test_a_head_of_another_cluster_is_named():
+    """The override may not point a worker at another cluster's head: the plan (what verify and the health probe
+    count) would disagree with whom the worker joins."""
+    fleet = {"a": _member("ray_head", sparkfleet_cluster="one"), "b": _member("ray_workers", sparkfleet_cluster="one"),
+             "c": _member("ray_head", head="c", sparkfleet_cluster="two"),
+             "d": _member("ray_workers", head="a", sparkfleet_cluster="two")}
+    found = fp.check_cluster_layout(fleet, RAY_DEFAULTS)
+    assert [(f.host, f.variable, f.value) for f in found if "heads Ray cluster" in f.problem] == [
+        ("d", "sparkfleet_ray_head_host", "a")]
+    assert "a heads Ray cluster 'one', not this host's 'two'" in [f.problem for f in found][0]
+
+
 def test_a_head_that_is_missing_or_not_a_head_is_named():
     fleet = {"a": _member("ray_head"), "b": _member("ray_workers", head="c")}
     found = fp.check_cluster_layout(fleet, RAY_DEFAULTS)
