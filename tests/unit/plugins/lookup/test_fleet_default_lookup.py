@@ -60,5 +60,7 @@ def test_roles_that_share_a_default_agree():
     assert readers["service_user"] == {"ray_head", "ray_worker", "vllm_service"}
     assert readers["venv_freeze_name"] == {"vllm_venv", "ray_head", "ray_worker", "vllm_service"}
     assert {"nccl", "ray_head", "ray_worker", "vllm_service", "fleet_health"} <= readers["nccl_env_file"]
+    assert {"ray_head", "fleet_verify", "fleet_health"} <= readers["ray_head_unit"]
+    assert {"ray_worker", "fleet_verify", "fleet_health"} <= readers["ray_worker_unit"]
     with open(os.path.join(TOP, "roles", "ray_head", "defaults", "main.yml")) as handle:
         assert "ray_auth_token_file" in yaml.safe_load(handle)["ray_head_auth_token_file"]
