@@ -12,6 +12,11 @@ PLAY = """
   hosts: localhost
   gather_facts: false
   tasks:
+    - name: Run the role's preflight (it reads which Python the virtualenv was made with)
+      ansible.builtin.include_role:
+        name: sparkfleet.gb10.vllm_venv
+        tasks_from: preflight.yml
+
     - name: Run the interpreter step of the role
       ansible.builtin.include_role:
         name: sparkfleet.gb10.vllm_venv
@@ -21,7 +26,8 @@ WANT = "%d.%d" % sys.version_info[:2]
 
 
 def _run(tmp_path, venv_path):
-    proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": sys.executable, "vllm_venv_path": venv_path})
+    proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": sys.executable, "vllm_venv_path": venv_path,
+                                                       "vllm_venv_wheelhouse": ""})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -55,3 +61,12 @@ def test_a_virtualenv_of_another_python_is_recreated_empty(tmp_path):
     assert _changed(_run(tmp_path, path)) == 1
     assert _version(path).startswith(WANT + ".")
     assert not stamp.exists()  # --clear: pip installs everything again for the new interpreter
+
+
+def test_a_python_that_does_not_run_is_named_before_anything_changes(tmp_path):
+    path = tmp_path / "venv"
+    proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": str(tmp_path / "no-such-python"),
+                                                      "vllm_venv_path": path, "vllm_venv_wheelhouse": ""})
+    assert proc.returncode != 0
+    assert "vllm_venv_python=%s does not run (rc 127" % (tmp_path / "no-such-python") in proc.stdout
+    assert not path.exists()
