@@ -1,0 +1,139 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: service_account
+short_description: The system group and account a service runs as, settled in one call
+description:
+  - Makes sure a system group exists, and a system account in it with the given shell and home directory
+    (created when missing, owned by the account). What already exists is left alone; an existing account whose
+    primary group, shell or home directory differ is changed with C(usermod) (its home is not moved).
+  - One round trip instead of an M(ansible.builtin.group) and an M(ansible.builtin.user) task. Used by
+    C(sparkfleet.gb10.ray_head), C(ray_worker) and C(vllm_service), which run as the same account by default
+    (the fleet default C(service_user)), so the account's shape is written here once.
+  - Uses C(groupadd), C(useradd) and C(usermod) (the shadow tools of Debian and Ubuntu).
+version_added: "1.0.0"
+author: sparkfleet.gb10 developers
+options:
+  name:
+    description: The account.
+    type: str
+    required: true
+  group:
+    description: Its primary group, a system group. Default the account's name.
+    type: str
+  home:
+    description: Its home directory. Default C(/var/lib/<name>).
+    type: path
+  shell:
+    description: Its login shell.
+    type: path
+    default: /usr/sbin/nologin
+attributes:
+  check_mode:
+    description: Says what it would change and changes nothing.
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Create the service group and account
+  sparkfleet.gb10.service_account:
+    name: sparkfleet
+    group: sparkfleet
+"""
+
+RETURN = r"""
+changes:
+  description: What was (in check mode, would be) changed, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [group sparkfleet created, account sparkfleet created]
+commands:
+  description: The commands that made the changes (none when nothing changed).
+  returned: always
+  type: list
+  elements: list
+"""
+
+import grp
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def _lookup(getter, key):
+    try:
+        return getter(key)
+    except KeyError:
+        return None
+
+
+def plan(want, group_entry, user_entry, home_exists):
+    """``(changes, commands)`` that bring the host from what it has to ``want`` ({name, group, home, shell}).
+    ``group_entry``: the group's (name, gid) or None; ``user_entry``: the account's (gid, home, shell) or None."""
+    changes, commands = [], []
+    if group_entry is None:
+        changes.append("group %s created" % want["group"])
+        commands.append(["groupadd", "--system", want["group"]])
+    if user_entry is None:
+        changes.append("account %s created" % want["name"])
+        commands.append(["useradd", "--system", "--gid", want["group"], "--shell", want["shell"],
+                         "--home-dir", want["home"], "--create-home", want["name"]])
+        return changes, commands
+    argv = []
+    gid, home, shell = user_entry
+    if group_entry is None or gid != group_entry[1]:
+        changes.append("primary group of %s set to %s" % (want["name"], want["group"]))
+        argv += ["--gid", want["group"]]
+    if shell != want["shell"]:
+        changes.append("shell of %s set to %s (was %s)" % (want["name"], want["shell"], shell))
+        argv += ["--shell", want["shell"]]
+    if home != want["home"]:
+        changes.append("home of %s set to %s (was %s)" % (want["name"], want["home"], home))
+        argv += ["--home", want["home"]]
+    if argv:
+        commands.append(["usermod"] + argv + [want["name"]])
+    if not home_exists:
+        changes.append("home %s created" % want["home"])
+        commands.append(["mkdir", "-p", "-m", "0755", want["home"]])
+        commands.append(["chown", "%s:%s" % (want["name"], want["group"]), want["home"]])
+    return changes, commands
+
+
+def main():
+    module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True},
+                                          "group": {"type": "str"},
+                                          "home": {"type": "path"},
+                                          "shell": {"type": "path", "default": "/usr/sbin/nologin"}},
+                           supports_check_mode=True)
+    p = module.params
+    want = {"name": p["name"], "group": p["group"] or p["name"], "home": p["home"] or "/var/lib/" + p["name"],
+            "shell": p["shell"]}
+    group = _lookup(grp.getgrnam, want["group"])
+    user = _lookup(pwd.getpwnam, want["name"])
+    changes, commands = plan(want, None if group is None else (group.gr_name, group.gr_gid),
+                             None if user is None else (user.pw_gid, user.pw_dir, user.pw_shell),
+                             os.path.isdir(want["home"]))
+    if commands and not module.check_mode:
+        for argv in commands:
+            argv = [module.get_bin_path(argv[0], required=True)] + argv[1:]
+            rc, out, err = module.run_command(argv)
+            if rc != 0:
+                module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(argv), rc, (err or out).strip()),
+                                 changes=changes, commands=commands)
+    module.exit_json(changed=bool(commands), changes=changes, commands=commands)
+
+
+if __name__ == "__main__":
+    main()
