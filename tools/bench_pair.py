@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The no-op rerun of site.yml at two revisions, measured in turns on the same fleet (after
+``make demo``): BEFORE, this checkout, BEFORE, this checkout, ... ``--runs`` times each.
+
+This machine's speed drifts by more than a change to the rerun saves (the same no-op rerun took
+56 s one day and 66 s another), so a figure measured today is compared with one measured in
+the same minutes, on the same hosts, not with yesterday's ``make bench``. BEFORE is checked out
+into a git worktree under the system's temporary directory (outside this tree, so lint and
+tests never read it). Each run must change nothing (its recap says changed=0
+on every host), else the script stops: a figure of a run that changed something is not a
+no-op figure. Prints a markdown table (min and median of each revision) on stdout.
+
+    python3 tools/bench_pair.py BEFORE_REV [--runs 3] [--inventory inventories/sim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worktree(rev):
+    """A checkout of ``rev`` in a temporary directory (made once; its collection link points into it)."""
+    sha = subprocess.run(["git", "-C", TOP, "rev-parse", "--verify", rev + "^{commit}"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    path = os.path.join(tempfile.gettempdir(), "sparkfleet-bench-pair", sha[:12])
+    if not os.path.isdir(path):
+        subprocess.run(["git", "-C", TOP, "worktree", "add", "--detach", path, sha], check=True, capture_output=True)
+    return sha[:12], path
+
+
+def changed_counts(stdout):
+    """{host: changed} from the PLAY RECAP of an ansible-playbook run."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
+
+
+def run(tree, inventory):
+    """Seconds of one site.yml run from ``tree`` against ``inventory``; exits when it failed or changed anything."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"))
+    start = time.monotonic()
+    proc = subprocess.run(["ansible-playbook", "site.yml", "-i", inventory], cwd=tree, env=env,
+                          capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    changed = changed_counts(proc.stdout)
+    if proc.returncode != 0 or not changed or any(changed.values()):
+        sys.exit("bench-pair: site.yml from %s: rc %d, changed %s; not a no-op rerun:\n%s"
+                 % (tree, proc.returncode, changed, proc.stdout[-3000:] + proc.stderr[-2000:]))
+    return seconds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--inventory", default="inventories/sim",
+                        help="relative to each checkout (default inventories/sim)")
+    args = parser.parse_args(argv)
+    before_sha, before_tree = worktree(args.before)
+    after_sha = subprocess.run(["git", "-C", TOP, "rev-parse", "--short=12", "HEAD"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    after_label = after_sha + (" + uncommitted changes" if dirty else "")
+    times = {"before": [], "after": []}
+    for i in range(args.runs):
+        for which, tree in (("before", before_tree), ("after", TOP)):
+            times[which].append(run(tree, args.inventory))
+            print("bench-pair: run %d %s %.1f s" % (i + 1, which, times[which][-1]), file=sys.stderr)
+    print("| no-op rerun of site.yml, in turns on the same fleet | min | median | runs (in order) |")
+    print("|---|---|---|---|")
+    for which, label in (("before", before_sha), ("after", after_label)):
+        t = times[which]
+        print("| %s | %.1f s | %.1f s | %s |" % (label, min(t), statistics.median(t), ", ".join("%.1f" % x for x in t)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
