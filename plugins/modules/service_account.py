@@ -11,8 +11,9 @@ module: service_account
 short_description: The system group and account a service runs as, settled in one call
 description:
   - Makes sure a system group exists, and a system account in it with the given shell and home directory
-    (created when missing, owned by the account). What already exists is left alone; an existing account whose
-    primary group, shell or home directory differ is changed with C(usermod) (its home is not moved).
+    (created when missing, owned by the account, mode 0750). What already exists is left alone; an existing account
+    whose primary group, shell or home directory differ is changed with C(usermod) (its home is not moved); a path
+    that exists where the home should be is left as it is.
   - One round trip instead of an M(ansible.builtin.group) and an M(ansible.builtin.user) task. Used by
     C(sparkfleet.gb10.ray_head), C(ray_worker) and C(vllm_service), which run as the same account by default
     (the fleet default C(service_user)), so the account's shape is written here once.
@@ -105,8 +106,9 @@ def plan(want, group_entry, user_entry, home_exists):
     if argv:
         commands.append(["usermod"] + argv + [want["name"]])
     if not home_exists:
+        # As useradd --create-home makes it on Ubuntu 24.04 (login.defs HOME_MODE 0750), without /etc/skel.
         changes.append("home %s created" % want["home"])
-        commands.append(["mkdir", "-p", "-m", "0755", want["home"]])
+        commands.append(["mkdir", "-p", "-m", "0750", want["home"]])
         commands.append(["chown", "%s:%s" % (want["name"], want["group"]), want["home"]])
     return changes, commands
 
@@ -124,7 +126,7 @@ def main():
     user = _lookup(pwd.getpwnam, want["name"])
     changes, commands = plan(want, None if group is None else (group.gr_name, group.gr_gid),
                              None if user is None else (user.pw_gid, user.pw_dir, user.pw_shell),
-                             os.path.isdir(want["home"]))
+                             os.path.exists(want["home"]))
     if commands and not module.check_mode:
         for argv in commands:
             argv = [module.get_bin_path(argv[0], required=True)] + argv[1:]

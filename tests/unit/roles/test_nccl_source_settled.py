@@ -2,7 +2,7 @@
 """A rerun skips the nccl role's git checkout and revision record only when what tasks/preflight.yml read says
 they would change nothing: HEAD is the pin (a tag's commit, or the pin itself when it is a commit id), no tracked
 file changed and that revision is recorded. Anything else (drift, another commit, no record, a branch pin, git
-missing) goes through the git module as before."""
+missing, another repository URL) goes through the git module as before."""
 
 import os
 
@@ -15,13 +15,17 @@ OTHER = "dcc7f2a63b64d416c5948361494688c78cfe50a5"
 WORK = "/var/cache/sparkfleet/nccl"
 
 
-def _read(head=HEAD, pin=HEAD, changes="", changes_rc=0, recorded="git:" + HEAD, head_rc=0):
+URL = "https://github.com/NVIDIA/nccl.git"
+
+
+def _read(head=HEAD, pin=HEAD, changes="", changes_rc=0, recorded="git:" + HEAD, head_rc=0, remote=URL):
     """What host_read answers for the tree 'nccl' (the shape of plugins/modules/host_read.py's return)."""
     return {"files": {WORK + "/src/nccl.revision": {"exists": recorded is not None, "type": "file" if recorded else None,
                                                     "content": None if recorded is None else recorded + "\n"}},
             "commands": {"head:nccl": {"rc": head_rc, "stdout": head + "\n" if head_rc == 0 else "", "stderr": ""},
                          "pin:nccl": {"rc": 0 if pin else 1, "stdout": pin + "\n" if pin else "", "stderr": ""},
-                         "changes:nccl": {"rc": changes_rc, "stdout": changes, "stderr": ""}}}
+                         "changes:nccl": {"rc": changes_rc, "stdout": changes, "stderr": ""},
+                         "remote:nccl": {"rc": 0, "stdout": remote + "\n", "stderr": ""}}}
 
 
 CASES = {
@@ -32,6 +36,7 @@ CASES = {
     "not_recorded": (_read(recorded=None), "v2.28.9-1", False),
     "recorded_other": (_read(recorded="git:" + OTHER), "v2.28.9-1", False),
     "branch_pin": (_read(pin=""), "master", False),
+    "other_remote": (_read(remote="https://github.com/someone/nccl.git"), "v2.28.9-1", False),
     "no_checkout": (_read(head="", head_rc=128, pin="", changes_rc=128), "v2.28.9-1", False),
     "git_missing": (_read(head="", head_rc=127, pin="", changes_rc=127), "v2.28.9-1", False),
 }
@@ -41,7 +46,7 @@ def test_the_git_checkout_is_skipped_only_when_it_would_change_nothing(tmp_path,
     hosts = {}
     for name, (read, version, _) in CASES.items():
         hosts[name] = {"__nccl_host": read, "nccl_work_dir": WORK,
-                       "_nccl_src": {"name": "nccl", "kind": "git", "git_version": version}}
+                       "_nccl_src": {"name": "nccl", "kind": "git", "git_version": version, "git_url": URL}}
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"sparks": {"hosts": hosts}}}}))
     seen = render_role_vars(inventory, FILES, "{'settled': _nccl_git_settled | bool, 'recorded': _nccl_recorded_revision}")
@@ -62,3 +67,4 @@ def test_preflight_asks_each_tree_in_the_one_call(render_role_vars, tmp_path):
     assert argv["pin:nccl-tests"][-1] == "refs/tags/v2.18.3^{commit}"
     assert argv["changes:nccl-tests"] == ["git", "-C", WORK + "/src/nccl-tests", "status", "--porcelain",
                                           "--untracked-files=no"]
+    assert argv["remote:nccl"] == ["git", "-C", WORK + "/src/nccl", "remote", "get-url", "origin"]

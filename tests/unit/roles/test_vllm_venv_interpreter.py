@@ -63,10 +63,11 @@ def test_a_virtualenv_of_another_python_is_recreated_empty(tmp_path):
     assert not stamp.exists()  # --clear: pip installs everything again for the new interpreter
 
 
-def test_a_python_that_does_not_run_is_named_before_anything_changes(tmp_path):
+def test_a_python_that_does_not_run_is_named_before_the_virtualenv_is_made(tmp_path):
     path = tmp_path / "venv"
     proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": str(tmp_path / "no-such-python"),
                                                       "vllm_venv_path": path, "vllm_venv_wheelhouse": ""})
     assert proc.returncode != 0
-    assert "vllm_venv_python=%s does not run (rc 127" % (tmp_path / "no-such-python") in proc.stdout
+    assert "vllm_venv_python=%s does not run (rc " % (tmp_path / "no-such-python") in proc.stdout
+    assert "point vllm_venv_python at the interpreter to build with" in proc.stdout
     assert not path.exists()

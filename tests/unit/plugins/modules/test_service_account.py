@@ -47,7 +47,7 @@ def test_a_missing_group_of_an_existing_account_is_created_and_made_primary():
 def test_a_missing_home_is_created_for_the_account():
     changes, commands = plan(WANT, ("sparkfleet", 998), RIGHT_USER, False)
     assert changes == ["home /var/lib/sparkfleet created"]
-    assert commands == [["mkdir", "-p", "-m", "0755", "/var/lib/sparkfleet"],
+    assert commands == [["mkdir", "-p", "-m", "0750", "/var/lib/sparkfleet"],
                         ["chown", "sparkfleet:sparkfleet", "/var/lib/sparkfleet"]]
 
 
