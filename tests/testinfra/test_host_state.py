@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 
 def _journal(host, unit):
     return host.run("journalctl -u %s -n 30 --no-pager" % unit).stdout
@@ -50,10 +48,15 @@ def test_api_ports_listen(host, hostvars, api_models):
 
 
 def test_ray_head_listens_on_its_fabric_address(host, hostvars, plan):
-    """The head's GCS listens (fabric address or all); a worker runs no GCS of its own."""
+    """The head's GCS listens (fabric address or all); a worker runs no GCS of its own; a host of no Ray group
+    runs no Ray node."""
     cluster = plan["hosts"][hostvars.hostname]["ray_cluster"]
     if cluster is None:
-        pytest.skip("%s is in no Ray group: it runs no Ray node" % hostvars.hostname)
+        # In no Ray group: neither Ray unit may run here.
+        running = [u for u in (hostvars["ray_head_service_name"], hostvars["ray_worker_service_name"])
+                   if host.service(u).is_running]
+        assert running == [], "%s is in no Ray group, yet runs %s" % (hostvars.hostname, ", ".join(running))
+        return
     gcs = plan["ray"][cluster]["gcs_port"]
     if not hostvars.in_group("ray_head"):
         assert _listening(host, gcs) == [], "%s is a Ray worker but something listens on the GCS port" % hostvars.hostname
