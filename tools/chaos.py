@@ -61,8 +61,8 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default  # noqa: E402
 VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
 UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
-RAY_HEAD = fleet_plan.load_role_default("ray_head", "ray_head_service_name") + ".service"
-RAY_WORKER = fleet_plan.load_role_default("ray_worker", "ray_worker_service_name") + ".service"
+RAY_HEAD = fleet_default("ray_head_unit") + ".service"
+RAY_WORKER = fleet_default("ray_worker_unit") + ".service"
 PROBE = fleet_plan.load_role_default("fleet_health", "fleet_health_unit_name") + ".service"
 FIREWALL = fleet_plan.load_role_default("fabric_firewall", "fabric_firewall_unit") + ".service"
 RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")

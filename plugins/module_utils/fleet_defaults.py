@@ -6,8 +6,9 @@
 A path or name that one role writes and others read (the virtualenv, the NCCL
 environment file, the Ray token, the vLLM secrets directory, the model store,
 the service account, the fabric interface) has its default here. Each role's own
-variable defaults to it through the ``sparkfleet.gb10.fleet_default`` lookup, the
-inventory's ``sparkfleet_*`` variable first where there is one, so changing a
+variable defaults to it through the ``sparkfleet.gb10.fleet_default`` lookup, which
+returns the host's inventory variable where the entry names one and the inventory
+sets it (the rule is written there once, not at each reader), so changing a
 default here changes it for writer and readers together. GB10/SM121 facts that
 change behaviour are not here: they are rules (``rulebook.py``).
 
@@ -37,9 +38,9 @@ FLEET_DEFAULTS = {
     "venv_freeze_name": ("sparkfleet-freeze.txt", None,
                          "vllm_venv writes the virtualenv's pip freeze into <venv_path>/<this name>",
                          "ray_head, ray_worker and vllm_service restart their units when it changes (start_inputs)"),
-    "ray_head_unit": ("sparkfleet-ray-head", None, "ray_head installs the Ray head's systemd unit under this name",
+    "ray_head_unit": ("sparkfleet-ray-head", "ray_head_service_name", "ray_head installs the Ray head's systemd unit under this name",
                       "fleet_verify (the NCCL its process loaded), fleet_health (the unit's state)"),
-    "ray_worker_unit": ("sparkfleet-ray-worker", None, "ray_worker installs a Ray worker's systemd unit under this name",
+    "ray_worker_unit": ("sparkfleet-ray-worker", "ray_worker_service_name", "ray_worker installs a Ray worker's systemd unit under this name",
                         "fleet_verify (the NCCL its process loaded), fleet_health (the unit's state)"),
     "vllm_secrets_dir": ("/etc/sparkfleet/vllm", None,
                          "vllm_service writes <name>.env (VLLM_API_KEY, HF_TOKEN)",
@@ -52,3 +53,17 @@ def fleet_default(name):
     if name not in FLEET_DEFAULTS:
         raise KeyError("unknown fleet default '%s'; known: %s" % (name, ", ".join(sorted(FLEET_DEFAULTS))))
     return FLEET_DEFAULTS[name][0]
+
+
+def inventory_variable(name):
+    """The inventory variable that sets ``name`` for every role, or None; KeyError names the known ones."""
+    fleet_default(name)
+    return FLEET_DEFAULTS[name][1]
+
+
+def fleet_value(name, host_vars):
+    """A host's value of ``name``: its inventory variable where the inventory sets one (an empty one counts as
+    unset), else the default. The lookup applies the same rule to the play's variables."""
+    var = inventory_variable(name)
+    value = (host_vars or {}).get(var) if var else None
+    return fleet_default(name) if value is None or (isinstance(value, str) and not value.strip()) else value

@@ -25,7 +25,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_value
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, SECRET_SHOWN, api_key_optout)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
@@ -486,7 +486,7 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
                          for m in _models(host_vars) if isinstance(m, dict))
         if multi_node and host_vars.get("sparkfleet_fabric_address"):
             fabric = {
-                "interface": host_vars.get("sparkfleet_fabric_ifname") or fleet_default("fabric_ifname"),
+                "interface": fleet_value("fabric_ifname", host_vars),
                 "address": host_vars.get("sparkfleet_fabric_address"),
                 "allow_socket_fallback": _flag(host_vars.get("sparkfleet_allow_socket_fallback", False)),
             }

@@ -84,8 +84,12 @@ def test_unit_names_and_ray_settings_come_from_the_role_defaults():
             return yaml.safe_load(handle)[name]
 
     assert chaos.UNIT == default("vllm_service", "vllm_service_unit_prefix") + chaos.MODEL + ".service"
-    assert chaos.RAY_HEAD == default("ray_head", "ray_head_service_name") + ".service"
-    assert chaos.RAY_WORKER == default("ray_worker", "ray_worker_service_name") + ".service"
+    # The Ray units are named by the fleet defaults the roles' own defaults read (a unit name, not a template).
+    assert chaos.RAY_HEAD == FLEET_DEFAULTS["ray_head_unit"][0] + ".service"
+    assert chaos.RAY_WORKER == FLEET_DEFAULTS["ray_worker_unit"][0] + ".service"
+    assert "fleet_default', 'ray_head_unit'" in default("ray_head", "ray_head_service_name")
+    assert "fleet_default', 'ray_worker_unit'" in default("ray_worker", "ray_worker_service_name")
+    assert "{" not in chaos.RAY_HEAD + chaos.RAY_WORKER
     assert chaos.PROBE == default("fleet_health", "fleet_health_unit_name") + ".service"
     assert chaos.FIREWALL == default("fabric_firewall", "fabric_firewall_unit") + ".service"
     assert chaos.RAY_DASHBOARD_PORT == default("ray_head", "ray_head_ports")["dashboard"]
