@@ -105,9 +105,9 @@ files:
   returned: always
   type: dict
   sample:
-    /usr/local/cuda/bin/nvcc: {exists: true, type: file, islink: false, executable: true}
+    /usr/local/cuda/bin/nvcc: {exists: true, type: file, islink: false, executable: true, mode: "0755"}
     /opt/sparkfleet/nccl/2.28.9-sm121/sparkfleet-build.json: {exists: false, type: null, islink: false, executable: false,
-                                                             content: null}
+                                                             mode: null, content: null}
   contains:
     exists:
       description: Whether the path (a link's target) exists.
@@ -121,6 +121,10 @@ files:
     executable:
       description: Whether this user may execute it (a program, or a directory it may enter).
       type: bool
+    mode:
+      description: The permission bits (of a link's target) as four octal digits, for example C(0755); null when it
+        does not exist. A caller that skips settling a path it found uses this to see drift of its mode.
+      type: str
     content:
       description: The text of a regular file (O(files[].content)); null when absent or not a regular file.
       type: str
@@ -167,8 +171,8 @@ NOT_RUNNABLE = 127
 
 
 def look(path, want_content):
-    """What is at ``path``: exists, type, islink (and content, when wanted)."""
-    out = {"exists": False, "type": None, "islink": os.path.islink(path), "executable": False}
+    """What is at ``path``: exists, type, islink, executable, mode (and content, when wanted)."""
+    out = {"exists": False, "type": None, "islink": os.path.islink(path), "executable": False, "mode": None}
     if want_content:
         out["content"] = None
     try:
@@ -178,6 +182,7 @@ def look(path, want_content):
     out["exists"] = True
     out["type"] = "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
     out["executable"] = os.access(path, os.X_OK)
+    out["mode"] = "%04o" % stat.S_IMODE(mode)
     if want_content and out["type"] == "file":
         with open(path, "rb") as handle:
             out["content"] = to_text(handle.read(), errors="surrogate_then_replace")

@@ -19,7 +19,9 @@ def run_command(argv, cwd=None, handle_exceptions=True):
 
 def test_each_path_is_described(tmp_path):
     (tmp_path / "stamp.json").write_text('{"revision": "v2.28.9-1"}\n')
+    os.chmod(str(tmp_path / "stamp.json"), 0o644)
     (tmp_path / "dir").mkdir()
+    os.chmod(str(tmp_path / "dir"), 0o755)
     (tmp_path / "tool").write_text("#!/bin/sh\n")
     os.chmod(str(tmp_path / "tool"), 0o755)
     os.symlink(str(tmp_path / "stamp.json"), str(tmp_path / "link"))
@@ -34,14 +36,18 @@ def test_each_path_is_described(tmp_path):
     ], [], run_command)
     assert commands == {}
     assert files[str(tmp_path / "stamp.json")] == {
-        "exists": True, "type": "file", "islink": False, "executable": False, "content": '{"revision": "v2.28.9-1"}\n'}
+        "exists": True, "type": "file", "islink": False, "executable": False, "mode": "0644",
+        "content": '{"revision": "v2.28.9-1"}\n'}
     assert files[str(tmp_path / "dir")] == {
-        "exists": True, "type": "directory", "islink": False, "executable": True, "content": None}
-    assert files[str(tmp_path / "link")] == {"exists": True, "type": "file", "islink": True, "executable": False}
-    assert files[str(tmp_path / "dangling")] == {"exists": False, "type": None, "islink": True, "executable": False}
+        "exists": True, "type": "directory", "islink": False, "executable": True, "mode": "0755", "content": None}
+    assert files[str(tmp_path / "link")] == {
+        "exists": True, "type": "file", "islink": True, "executable": False, "mode": "0644"}
+    assert files[str(tmp_path / "dangling")] == {
+        "exists": False, "type": None, "islink": True, "executable": False, "mode": None}
     assert files[str(tmp_path / "missing")] == {
-        "exists": False, "type": None, "islink": False, "executable": False, "content": None}
+        "exists": False, "type": None, "islink": False, "executable": False, "mode": None, "content": None}
     assert files[str(tmp_path / "tool")]["executable"] is True
+    assert files[str(tmp_path / "tool")]["mode"] == "0755"
 
 
 def test_undecodable_bytes_do_not_fail_the_read(tmp_path):
