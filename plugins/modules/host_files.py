@@ -64,7 +64,8 @@ options:
             goes; a non-zero exit fails the task and leaves the old file in place. Not run in check mode.
         type: str
       secret:
-        description: The content never appears in the diff (only that it changed).
+        description: The content never appears in the diff (only that it changed), and is masked in everything the
+          module returns.
         type: bool
         default: false
       force:
@@ -431,6 +432,11 @@ def main():
         ),
         supports_check_mode=True,
     )
+    # A secret's content is masked in whatever this module returns, a failure's message included, so that a task
+    # may show the error of a call that carries a secret (the task's no_log hides it whole).
+    for entry in module.params["files"]:
+        if entry.get("secret") and entry.get("content"):
+            module.no_log_values.add(entry["content"])
     try:
         results, diffs = settle_all(module.params["files"], check=module.check_mode, want_diff=module._diff)
     except (SettleError, OSError) as err:

@@ -237,3 +237,25 @@ def test_a_link_to_a_directory_stands_for_the_directory(tmp_path):
     os.symlink(str(tmp_path / "nowhere"), str(tmp_path / "dangling"))
     with pytest.raises(m.SettleError, match="is not a directory"):
         m.settle_all([{"path": str(tmp_path / "dangling"), "state": "directory"}])
+
+
+def test_a_failure_beside_a_secret_names_the_path_and_masks_the_secret(tmp_path):
+    """ray_worker shows the message of a call that carries the cluster token (its task's no_log hides it whole):
+    the module masks a secret's content in what it returns, and still names what failed."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "conf").write_text("a file where the directory should be\n")
+    secret = "tok-3f9a1c7d"
+    args = {"ANSIBLE_MODULE_ARGS": {"files": [
+        {"path": str(tmp_path / "conf"), "state": "directory", "mode": "0750"},
+        {"path": str(tmp_path / "token"), "content": secret, "mode": "0600", "secret": True}]}}
+    collections = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "collections")
+    proc = subprocess.run([sys.executable, "-m", "ansible_collections.sparkfleet.gb10.plugins.modules.host_files"],
+                          input=json.dumps(args), capture_output=True, text=True, cwd=collections)
+    result = json.loads(proc.stdout)
+    assert result["failed"] is True
+    assert str(tmp_path / "conf") in result["msg"]
+    assert secret not in proc.stdout and secret not in proc.stderr
+    assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in json.dumps(result["invocation"])
