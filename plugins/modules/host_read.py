@@ -105,9 +105,10 @@ files:
   returned: always
   type: dict
   sample:
-    /usr/local/cuda/bin/nvcc: {exists: true, type: file, islink: false, executable: true, mode: "0755"}
+    /usr/local/cuda/bin/nvcc: {exists: true, type: file, islink: false, executable: true, mode: "0755", owner: root,
+                               group: root}
     /opt/sparkfleet/nccl/2.28.9-sm121/sparkfleet-build.json: {exists: false, type: null, islink: false, executable: false,
-                                                             mode: null, content: null}
+                                                             mode: null, owner: null, group: null, content: null}
   contains:
     exists:
       description: Whether the path (a link's target) exists.
@@ -124,6 +125,14 @@ files:
     mode:
       description: The permission bits (of a link's target) as four octal digits, for example C(0755); null when it
         does not exist. A caller that skips settling a path it found uses this to see drift of its mode.
+      type: str
+    owner:
+      description: The owning account's name (of a link's target; its number when it has no name); null when it does
+        not exist.
+      type: str
+    group:
+      description: The owning group's name (of a link's target; its number when it has no name); null when it does
+        not exist.
       type: str
     content:
       description: The text of a regular file (O(files[].content)); null when absent or not a regular file.
@@ -161,7 +170,9 @@ commands:
 """
 
 import glob
+import grp
 import os
+import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -170,19 +181,31 @@ from ansible.module_utils.common.text.converters import to_text
 NOT_RUNNABLE = 127
 
 
+def _name(lookup, number):
+    """The account or group name of ``number``, or the number as text when it has none."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
 def look(path, want_content):
-    """What is at ``path``: exists, type, islink, executable, mode (and content, when wanted)."""
-    out = {"exists": False, "type": None, "islink": os.path.islink(path), "executable": False, "mode": None}
+    """What is at ``path``: exists, type, islink, executable, mode, owner, group (and content, when wanted)."""
+    out = {"exists": False, "type": None, "islink": os.path.islink(path), "executable": False, "mode": None,
+           "owner": None, "group": None}
     if want_content:
         out["content"] = None
     try:
-        mode = os.stat(path).st_mode
+        info = os.stat(path)
     except OSError:
         return out
+    mode = info.st_mode
     out["exists"] = True
     out["type"] = "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
     out["executable"] = os.access(path, os.X_OK)
     out["mode"] = "%04o" % stat.S_IMODE(mode)
+    out["owner"] = _name(pwd.getpwuid, info.st_uid)
+    out["group"] = _name(grp.getgrgid, info.st_gid)
     if want_content and out["type"] == "file":
         with open(path, "rb") as handle:
             out["content"] = to_text(handle.read(), errors="surrogate_then_replace")

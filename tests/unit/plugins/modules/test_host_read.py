@@ -2,13 +2,18 @@
 """host_read: paths and read-only commands answered together, a missing path or program being an
 answer (not an error), repeated names refused."""
 
+import grp
 import os
+import pwd
 import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.modules import host_read as m
+
+OWNER = pwd.getpwuid(os.getuid())[0]
+GROUP = grp.getgrgid(os.getgid())[0]
 
 
 def run_command(argv, cwd=None, handle_exceptions=True):
@@ -36,16 +41,20 @@ def test_each_path_is_described(tmp_path):
     ], [], run_command)
     assert commands == {}
     assert files[str(tmp_path / "stamp.json")] == {
-        "exists": True, "type": "file", "islink": False, "executable": False, "mode": "0644",
+        "exists": True, "type": "file", "islink": False, "executable": False, "mode": "0644", "owner": OWNER, "group": GROUP,
         "content": '{"revision": "v2.28.9-1"}\n'}
     assert files[str(tmp_path / "dir")] == {
-        "exists": True, "type": "directory", "islink": False, "executable": True, "mode": "0755", "content": None}
+        "exists": True, "type": "directory", "islink": False, "executable": True, "mode": "0755", "owner": OWNER,
+        "group": GROUP, "content": None}
     assert files[str(tmp_path / "link")] == {
-        "exists": True, "type": "file", "islink": True, "executable": False, "mode": "0644"}
+        "exists": True, "type": "file", "islink": True, "executable": False, "mode": "0644", "owner": OWNER,
+        "group": GROUP}
     assert files[str(tmp_path / "dangling")] == {
-        "exists": False, "type": None, "islink": True, "executable": False, "mode": None}
+        "exists": False, "type": None, "islink": True, "executable": False, "mode": None, "owner": None,
+        "group": None}
     assert files[str(tmp_path / "missing")] == {
-        "exists": False, "type": None, "islink": False, "executable": False, "mode": None, "content": None}
+        "exists": False, "type": None, "islink": False, "executable": False, "mode": None, "owner": None, "group": None,
+        "content": None}
     assert files[str(tmp_path / "tool")]["executable"] is True
     assert files[str(tmp_path / "tool")]["mode"] == "0755"
 
@@ -118,3 +127,15 @@ def test_nothing_runs_when_the_request_is_wrong(tmp_path):
     with pytest.raises(ValueError):
         m.read_all([], [{"name": "a", "argv": ["touch", str(log)]}, {"name": "a", "argv": ["true"]}], run_command)
     assert not log.exists()
+
+
+def test_an_owner_without_a_name_is_its_number(tmp_path):
+    """A file left by an account since removed (an old service user): its number, so a caller sees it differs."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a file an owner without a name")
+    path = tmp_path / "orphan"
+    path.write_text("x")
+    unused = max([entry.pw_uid for entry in pwd.getpwall()] + [entry.gr_gid for entry in grp.getgrall()]) + 1000
+    os.chown(str(path), unused, unused)
+    files, _, _ = m.read_all([{"path": str(path)}], [], run_command)
+    assert (files[str(path)]["owner"], files[str(path)]["group"]) == (str(unused), str(unused))

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+"""unit_settled: a role skips its systemd_service call only when the unit is running and enabled as wanted; every
+other answer (a unit not there, starting, failed, disabled, an unreadable read) keeps the call."""
+
+import subprocess
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.filter.unit_settled import unit_properties, unit_settled
+
+
+def show(text, rc=0):
+    return {"rc": rc, "stdout": text}
+
+
+@pytest.mark.parametrize("stdout,enabled,settled", [
+    ("UnitFileState=enabled\nActiveState=active", True, True),
+    ("ActiveState=active\nUnitFileState=enabled", None, True),
+    ("UnitFileState=disabled\nActiveState=active", True, False),
+    ("UnitFileState=disabled\nActiveState=active", False, True),
+    ("UnitFileState=enabled\nActiveState=active", False, False),
+    ("UnitFileState=enabled\nActiveState=activating", True, False),
+    ("UnitFileState=enabled\nActiveState=failed", True, False),
+    ("UnitFileState=enabled\nActiveState=inactive", None, False),
+    # A unit systemd does not know: show answers rc 0 with an empty file state and inactive.
+    ("UnitFileState=\nActiveState=inactive", True, False),
+    ("", None, False),
+])
+def test_settled_only_when_running_as_wanted(stdout, enabled, settled):
+    assert unit_settled(show(stdout), enabled=enabled) is settled
+
+
+def test_a_boot_unit_is_settled_by_its_enablement_alone():
+    """The firewall's boot unit is only enabled by the role (it runs at boot, before the network)."""
+    assert unit_settled(show("UnitFileState=enabled\nActiveState=inactive"), enabled=True, active=None) is True
+    assert unit_settled(show("UnitFileState=disabled\nActiveState=active"), enabled=True, active=None) is False
+    assert unit_settled(show("UnitFileState=\nActiveState=inactive"), enabled=True, active=None) is False
+
+
+def test_a_failed_or_missing_read_is_never_settled():
+    assert unit_settled(show("UnitFileState=enabled\nActiveState=active", rc=1), enabled=True) is False
+    assert unit_settled(None) is False
+    assert unit_settled({}) is False
+
+
+def test_reads_the_properties_of_the_real_systemctl_format():
+    """The answer's shape as systemctl itself prints it (property=value lines), where systemctl is here."""
+    try:
+        proc = subprocess.run(["systemctl", "show", "sparkfleet-no-such.service",
+                               "--property=UnitFileState,ActiveState"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pytest.skip("no systemctl on this machine (the site scenario's hosts run the real one)")
+    props = unit_properties({"rc": proc.returncode, "stdout": proc.stdout})
+    if proc.returncode != 0:
+        assert props == {}
+    else:
+        assert set(props) == {"UnitFileState", "ActiveState"} and props["ActiveState"] == "inactive"
+    assert unit_settled({"rc": proc.returncode, "stdout": proc.stdout}) is False
