@@ -65,7 +65,7 @@ options:
         type: str
       secret:
         description: The content never appears in the diff (only that it changed), and is masked in everything the
-          module returns.
+          module returns. The task still needs C(no_log), which also keeps the arguments out of the host's journal.
         type: bool
         default: false
       force:
@@ -432,8 +432,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    # A secret's content is masked in whatever this module returns, a failure's message included, so that a task
-    # may show the error of a call that carries a secret (the task's no_log hides it whole).
+    # A secret's content is masked in whatever this module returns, a failure's message included, so that a later
+    # task may show the error of a call that carries a secret. The task itself still needs no_log: the module's
+    # arguments reach the host's journal before this runs.
     for entry in module.params["files"]:
         if entry.get("secret") and entry.get("content"):
             module.no_log_values.add(entry["content"])

@@ -259,3 +259,46 @@ def test_a_failure_beside_a_secret_names_the_path_and_masks_the_secret(tmp_path)
     assert str(tmp_path / "conf") in result["msg"]
     assert secret not in proc.stdout and secret not in proc.stderr
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in json.dumps(result["invocation"])
+
+
+def test_a_caller_with_failed_when_false_sees_a_failure_by_its_msg(tmp_path):
+    """ray_worker's token call runs with no_log and failed_when: false, which sets the result's failed to false; the
+    next task tells a failure by its msg, which a settled call never has. A real play, on this machine."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conf").write_text("a file where the directory should be\n")
+    play = tmp_path / "play.yml"
+    play.write_text("""
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: A call that settles
+      sparkfleet.gb10.host_files:
+        files: [{path: "%(tmp)s/ok", state: directory, mode: "0750"}]
+      register: settled
+      failed_when: false
+      no_log: true
+    - name: A call that fails beside a secret
+      sparkfleet.gb10.host_files:
+        files:
+          - {path: "%(tmp)s/conf", state: directory, mode: "0750"}
+          - {path: "%(tmp)s/token", content: tok-3f9a1c7d, mode: "0600", secret: true}
+      register: broken
+      failed_when: false
+      no_log: true
+    - name: Judge both as ray_worker does
+      ansible.builtin.assert:
+        that:
+          - settled.msg is not defined
+          - broken.msg is defined
+          - broken.msg is search('conf. exists and is not a directory')
+          - broken.msg is not search('tok-3f9a1c7d')
+""" % {"tmp": tmp_path})
+    repo = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+    proc = subprocess.run([os.path.join(repo, ".venv", "bin", "ansible-playbook"), "-c", "local", "-i", "localhost,",
+                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
+                          capture_output=True, text=True, cwd=repo,
+                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(repo, "ansible.cfg")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "tok-3f9a1c7d" not in proc.stdout
