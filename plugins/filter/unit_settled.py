@@ -48,6 +48,10 @@ _value:
 """
 
 
+# The properties judged here; sparkfleet.gb10.unit_show asks exactly these.
+PROPERTIES = ("UnitFileState", "ActiveState")
+
+
 def unit_properties(result):
     """``{property: value}`` of a ``systemctl show --property=...`` answer; {} when the command failed."""
     if not isinstance(result, dict) or result.get("rc") != 0:

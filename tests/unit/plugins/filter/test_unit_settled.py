@@ -58,3 +58,16 @@ def test_reads_what_real_systemd_answered():
     assert unit_settled(_recorded("firewall-not-yet-installed.txt"), enabled=True, active=None) is False
     assert unit_settled(_recorded("firewall-boot-unit-enabled.txt"), enabled=True, active=None) is True
     assert unit_settled(_recorded("firewall-boot-unit-enabled.txt"), enabled=True) is False
+
+
+def test_the_read_asks_exactly_what_is_judged():
+    """sparkfleet.gb10.unit_show builds the host_read command of every role's unit read."""
+    from ansible_collections.sparkfleet.gb10.plugins.filter.unit_show import unit_show
+
+    assert unit_show("sparkfleet-ray-head.service", "unit") == {
+        "name": "unit", "argv": ["systemctl", "show", "sparkfleet-ray-head.service",
+                                 "--property=UnitFileState,ActiveState"]}
+    assert unit_show("sparkfleet-health.timer")["name"] == "sparkfleet-health.timer"
+    # Every property the read asks for is in the recorded answer unit_settled judges.
+    recorded = unit_properties(_recorded("ray-head-running.txt"))
+    assert set(unit_show("x.service")["argv"][-1].split("=", 1)[1].split(",")) == set(recorded)
