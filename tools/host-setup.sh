@@ -56,7 +56,15 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
   echo "host-setup: starting dockerd (log: /var/log/sparkfleet-dockerd.log)"
-  setsid dockerd >/var/log/sparkfleet-dockerd.log 2>&1 < /dev/null &
+  # dockerd outlives this script: it must not keep the descriptors it would inherit
+  # beyond stdio (a caller's flock on a lock file would otherwise be held for good).
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec setsid dockerd >/var/log/sparkfleet-dockerd.log 2>&1 < /dev/null
+  ) &
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break
     sleep 1
