@@ -27,7 +27,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_value
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    MAXIMUM, MINIMUM, SECRET_SHOWN, api_key_optout)
+    MAXIMUM, MINIMUM, MODEL_ENTRY_SPEC, SECRET_SHOWN, api_key_optout, is_secret)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 
 
@@ -149,7 +149,8 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
         fix = ("did you mean %s?" % close[0]) if close else (
             "remove it; the variables this collection reads are listed in roles/*/meta/argument_specs.yml")
-        shown = SECRET_SHOWN if close and close[0] in secret else host_vars[name]  # a misspelt secret is a secret
+        # A misspelt secret is a secret, and so is an unknown variable named like one (sparkfleet_hf_token).
+        shown = SECRET_SHOWN if (close and close[0] in secret) or is_secret(name) else host_vars[name]
         findings.append(Finding(host, name, shown, "unknown variable: no role of sparkfleet.gb10 reads it", fix))
     return findings
 
@@ -283,10 +284,12 @@ def _check_members(fleet, host, index, model, nodes, seen):
                     "give every member the same entry (put it in the cluster's group_vars)"))
             elif entries[0] != model:
                 differ = sorted(k for k in set(entries[0]) | set(model) if entries[0].get(k) != model.get(k))
+                hide = is_secret(differ[0], MODEL_ENTRY_SPEC)  # an api_key put in one member's entry is not printed
                 report(("differs", tuple(sorted((host, member))), name), Finding(
-                    member, "%s (%s).%s" % (_models_var(member_vars), name, differ[0]), entries[0].get(differ[0]),
-                    "differs from the entry of the same model on %s (%r); keys that differ: %s" % (
-                        host, model.get(differ[0]), ", ".join(differ)),
+                    member, "%s (%s).%s" % (_models_var(member_vars), name, differ[0]),
+                    SECRET_SHOWN if hide else entries[0].get(differ[0]),
+                    "differs from the entry of the same model on %s (%s); keys that differ: %s" % (
+                        host, SECRET_SHOWN if hide else repr(model.get(differ[0])), ", ".join(differ)),
                     "give every member the same entry (put it in the cluster's group_vars)"))
         subnet = member_vars.get("sparkfleet_fabric_subnet")
         if member != nodes[0] and subnet != head_subnet:

@@ -144,6 +144,17 @@ class EntryError(ValueError):
 
 # What a problem shows instead of the value of a secret key (MODEL_ENTRY_SPEC 'secret').
 SECRET_SHOWN = "(hidden)"
+# A name that reads like a secret's, known or not (sparkfleet_hf_token, ray_head_auth_token, a misspelt api_key):
+# its value is never printed either.
+SECRET_NAME = re.compile(r"(^|_)(token|key|secret|password|passwd|passphrase|credentials?)(_|$)", re.IGNORECASE)
+
+
+def is_secret(name, spec=None):
+    """True for a key that ``spec`` (MODEL_ENTRY_SPEC's shape) marks secret; a key ``spec`` does not know is
+    judged by its name (``hf_token``, ``api_key``; not ``max_num_batched_tokens``)."""
+    if spec and name in spec:
+        return bool(spec[name].get("secret"))
+    return bool(SECRET_NAME.search(str(name)))
 
 # Names end up in unit names, log file names and secret file names.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")

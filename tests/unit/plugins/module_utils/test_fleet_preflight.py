@@ -53,6 +53,20 @@ def test_misspelt_variable_is_named_with_the_likely_fix():
     assert "did you mean qsfp_network_mtu" in findings[0].fix
 
 
+@pytest.mark.parametrize("name", ["sparkfleet_hf_token", "sparkfleet_api_key", "nccl_auth_token",
+                                  "nccl_secret", "qsfp_network_password"])
+def test_an_unknown_variable_named_like_a_secret_is_named_but_never_shown(name):
+    findings = fp.check_unknown_variables("spark-1", {name: "sk-SECRET-123"}, SPECS)
+    assert [f.variable for f in findings] == [name]
+    assert "sk-SECRET-123" not in str(findings[0]) and findings[0].value == fp.SECRET_SHOWN
+
+
+@pytest.mark.parametrize("name", ["qsfp_network_speed", "nccl_max_tokens", "nccl_keyring_dir"])
+def test_an_unknown_variable_of_no_secret_kind_shows_its_value(name):
+    findings = fp.check_unknown_variables("spark-1", {name: 200000}, SPECS)
+    assert findings[0].value == 200000
+
+
 def test_foreign_and_internal_variables_are_not_ours_to_judge():
     host_vars = {"ansible_host": "x", "my_own_var": 1, "_qsfp_network_tmp": 1, "nccl_ldconfig": False}
     assert fp.check_unknown_variables("spark-1", host_vars, SPECS) == []
@@ -110,6 +124,21 @@ TP2 = {"name": "m", "model": "org/m-fp8", "checkpoint_format": "fp8", "tensor_pa
 
 def test_a_consistent_two_node_model_passes():
     assert _models({"a": _host("192.168.100.10", [TP2]), "b": _host("192.168.100.11", [TP2])}) == []
+
+
+def test_an_api_key_that_differs_between_members_is_named_but_never_shown():
+    with_key = dict(TP2, api_key="sk-SECRET-123")
+    findings = _models({"a": _host("192.168.100.10", [with_key]), "b": _host("192.168.100.11", [TP2])})
+    differs = [f for f in findings if "differs from the entry" in f.problem]
+    assert differs and all(".api_key" in f.variable for f in differs)
+    assert not any("sk-SECRET-123" in str(f) for f in findings), [str(f) for f in findings]
+
+
+def test_a_key_of_no_secret_kind_that_differs_shows_both_values():
+    other = dict(TP2, max_num_batched_tokens=8192)
+    findings = _models({"a": _host("192.168.100.10", [other]), "b": _host("192.168.100.11", [TP2])})
+    differs = [f for f in findings if "differs from the entry" in f.problem]
+    assert differs and "8192" in str(differs[0])
 
 
 def test_tp_times_pp_must_equal_the_members():

@@ -26,7 +26,7 @@ import pytest
 
 import test_preflight_corpus as corpus
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN, SPECULATIVE_SPEC)
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN, SPECULATIVE_SPEC, is_secret)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import (
     REQUIRED_BY_TYPE, SOURCE_SPEC, SOURCE_TYPES, TYPE_KEYS)
 
@@ -93,7 +93,8 @@ def test_each_variable_of_each_role_with_a_mistake(name, written, value):
     fleet = valid_fleet()
     fleet[HOST][written] = value
     findings = preflight(fleet)
-    shown = SECRET_SHOWN if _secret(VARIABLES[name][1]) else value
+    # A misspelt name nobody reads is hidden when it reads like a secret's (..._token_fiel): it may hold one.
+    shown = SECRET_SHOWN if _secret(VARIABLES[name][1]) or (written != name and is_secret(written)) else value
     finding = _only(findings, HOST, written, shown)
     if written != name:
         assert finding.fix == "did you mean %s?" % name, finding
