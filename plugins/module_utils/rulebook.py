@@ -286,8 +286,12 @@ RULES = (
             "container_network_mode": "host",
             "container_run_flags": ["--gpus", "all", "--ipc=host", "--ulimit", "memlock=-1",
                                     "--ulimit", "stack=67108864"],
+            "service_memlock_limit": "infinity",
         },
-        "Bridge networking blocks NCCL rendezvous; shared IPC and unlimited memlock are what ran.",
+        "Bridge networking blocks NCCL rendezvous; shared IPC and unlimited memlock are what ran. The "
+        "systemd units of vLLM and of the Ray head and workers (the ray executor's GPU workers run under "
+        "them) get the same unlimited locked memory: NCCL registers its buffers with the RDMA device, and "
+        "systemd's default of 8 MiB is too little.",
         (S003, S002),
     ),
     Rule(

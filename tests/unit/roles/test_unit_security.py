@@ -106,3 +106,12 @@ def test_memory_deny_write_execute_stays_off(units):
         assert "MemoryDenyWriteExecute=false" in text, label
         assert "PrivateDevices=true" not in text, label
         assert "DevicePolicy=closed" in text and "DeviceAllow=char-nvidia* rw" in text, label
+
+
+def test_every_unit_that_runs_gpu_work_has_unlimited_locked_memory(units):
+    """vLLM, and Ray's head and workers (the ray executor's GPU workers run under them): NCCL registers its
+    buffers with the RDMA device, which systemd's default of 8 MiB of locked memory does not allow."""
+    for label, (_kind, path) in units.items():
+        with open(path) as handle:
+            text = handle.read()
+        assert "\nLimitMEMLOCK=infinity\n" in text, label
