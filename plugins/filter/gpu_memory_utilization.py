@@ -20,7 +20,9 @@ description:
   - The host budget is the lower of the target (0.87, top of the rule book's safe range; 0.82 when a service runs
     131K context across nodes) and (MemTotal - OS headroom) / MemTotal; it is never above the ceiling 0.90.
   - The spare budget is shared in proportion to need; each utilization is rounded down to 2 decimals.
-    A service with an explicit C(gpu_memory_utilization) keeps it (it must cover its need).
+    A service with an explicit C(gpu_memory_utilization) keeps it (it must cover its need); when every service
+    has one, their sum may reach the ceiling 0.90.
+  - Preflight stores these shares in the fleet plan, and the vLLM units run with them.
   - Fails, showing the arithmetic, when the services do not fit.
 options:
   _input:
@@ -191,9 +193,14 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     flexible = [n for n in order if not plan[n]["explicit"]]
     flex_need = sum(plan[n]["need_gib"] for n in flexible) / total
     spare = budget - fixed - flex_need
-    if spare < 0:
+    if flexible and spare < 0:
         raise AnsibleFilterError("host %s: explicit gpu_memory_utilization values (%.2f) leave too little for the "
                                  "others (need %.3f of %.3f). %s" % (host, fixed, flex_need, budget, arithmetic))
+    # Values the inventory gave for every service are the user's choice up to the ceiling (each one is
+    # also held to its cap and its need below); only the shares the filter hands out keep to the budget.
+    if not flexible and round(fixed, 4) > ceiling:
+        raise AnsibleFilterError("host %s: the explicit gpu_memory_utilization values add up to %.2f, above the "
+                                 "ceiling %.2f (rule gpu_memory_utilization). %s" % (host, fixed, ceiling, arithmetic))
     for name in flexible:
         share = plan[name]["need_gib"] / (flex_need * total) if flex_need else 0
         plan[name]["utilization"] = floor2(plan[name]["need_gib"] / total + spare * share)

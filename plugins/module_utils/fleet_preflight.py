@@ -789,8 +789,11 @@ def plan_memory(plan, fleet, memory_split):
     """Adds each planned host's memory arithmetic to ``plan`` (``hosts[host].memory``): ``memory_split`` (the
     gpu_memory_utilization filter) of the entries the host holds, from its facts in ``fleet``. None where the
     facts were not gathered (a host outside --limit), the host holds nothing, or an entry is not sized
-    (preflight then checks the sum of the utilizations against the ceiling instead). Returns the findings of
-    the hosts whose entries do not fit (check_models names them first; this is the same arithmetic)."""
+    (preflight then checks the sum of the utilizations against the ceiling instead). Where there is an
+    arithmetic, each of the host's services without a ``gpu_memory_utilization`` of its own is given the share
+    it computed (``plan_utilization``), so the units run with what was checked: two models on one Spark
+    share the budget instead of each taking the rule book's default. Returns the findings of the hosts whose
+    entries do not fit (check_models names them first; this is the same arithmetic)."""
     findings = []
     for host, view in sorted(plan["hosts"].items()):
         gb10 = ((fleet.get(host) or {}).get("ansible_facts") or {}).get("gb10") or {}
@@ -803,7 +806,19 @@ def plan_memory(plan, fleet, memory_split):
                 findings.append(Finding(host, _models_var(fleet.get(host) or {}), [e.get("name") for e in entries],
                                         str(exc), "serve fewer or smaller models on this host, shorten max_model_len, "
                                         "or quantize"))
+        plan_utilization(view)
     return findings
+
+
+def plan_utilization(view):
+    """Gives each entry of one host's plan view (its ``models`` and ``services``) the utilization its memory
+    arithmetic (``view["memory"]``) computed, where the entry has none of its own; nothing without one."""
+    shares = dict((name, item["utilization"]) for name, item in ((view.get("memory") or {}).get("services") or {}).items()
+                  if not item.get("explicit"))
+    for item in list(view.get("models") or []) + list(view.get("services") or []):
+        entry = item.get("entry") or {}
+        if entry.get("gpu_memory_utilization") is None and entry.get("name") in shares:
+            item["entry"] = dict(entry, gpu_memory_utilization=shares[entry["name"]])
 
 
 def check_plan(fleet, roles_dir=None):

@@ -73,6 +73,14 @@ def test_explicit_value_is_kept_and_others_fill_the_rest():
     assert plan["services"]["gemma"]["utilization"] == 0.59
 
 
+@pytest.mark.parametrize("values", [[0.89], [0.90], [0.45, 0.44]])
+def test_explicit_values_of_every_service_may_reach_the_ceiling(values):
+    # The rule book allows up to 0.90 when the inventory says so; only the filter's own shares keep to 0.87.
+    services = [small("s%d" % i, gpu_memory_utilization=v) for i, v in enumerate(values)]
+    plan = gpu_memory_utilization(GB10, services, host="spark-1")
+    assert [plan["services"]["s%d" % i]["utilization"] for i in range(len(values))] == values
+
+
 def test_does_not_fit_shows_the_arithmetic():
     big = small("huge", weights_gib=200.0)
     with pytest.raises(AnsibleFilterError) as err:
@@ -101,7 +109,8 @@ def test_kv_arithmetic():
     (GB10, [small("a"), small("a")], "unique"),
     (GB10, [small("a", weight_gib=3)], "weight_gib"),
     (GB10, [small("a", gpu_memory_utilization=0.95)], "gpu_memory_utilization"),
-    (GB10, [small("a", gpu_memory_utilization=0.80), small("b", gpu_memory_utilization=0.40)], "do not fit|too little"),
+    (GB10, [small("a", gpu_memory_utilization=0.80), small("b", gpu_memory_utilization=0.40)], "above the ceiling"),
+    (GB10, [small("a", gpu_memory_utilization=0.80), small("b")], "too little"),
 ])
 def test_errors(facts, services, word):
     with pytest.raises(AnsibleFilterError, match=word):

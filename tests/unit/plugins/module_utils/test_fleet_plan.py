@@ -379,6 +379,31 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
                                                              ("b", "sparkfleet_models", ["big", "small"])]
 
 
+def test_two_models_on_one_spark_run_with_the_shares_preflight_computed():
+    """Two sized models on one host without a gpu_memory_utilization of their own: the units get the shares of
+    the memory arithmetic (together within the 0.87 budget), not the rule book's 0.87 each; a value the
+    inventory gave is kept."""
+    from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
+
+    sized = {"model": "org/m", "checkpoint_format": "bf16", "max_model_len": 8192, "num_layers": 32,
+             "num_kv_heads": 8, "head_dim": 128, "params_b": 8}
+    gb10 = {"memory": {"mem_total_bytes": 128 * 2 ** 30}}
+    models = [dict(sized, name="big", params_b=20), dict(sized, name="small", port=8001),
+              dict(sized, name="fixed", port=8002, gpu_memory_utilization=0.2)]
+    fleet = {"a": {"ansible_facts": {"gb10": gb10}, "sparkfleet_models": models}}
+    plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
+    assert pre.plan_memory(plan, fleet, CHECKS["gpu_memory_utilization"]) == []
+    services = plan_filter.fleet_services(None, "a", plan=plan)
+    argv = dict((s["name"], check_entry(s["entry"], gb10, s["cluster"])[0]) for s in services)
+    used = dict((name, float(args[args.index("--gpu-memory-utilization") + 1])) for name, args in argv.items())
+    shares = plan["hosts"]["a"]["memory"]["services"]
+    assert used == dict((name, shares[name]["utilization"]) for name in used)
+    assert used["fixed"] == 0.2 and used["big"] > used["small"] > 0
+    assert sum(used.values()) <= 0.87
+    assert [m["entry"].get("gpu_memory_utilization") for m in plan["hosts"]["a"]["models"]] == \
+        [used["big"], used["small"], 0.2]
+
+
 def test_each_service_says_the_name_clients_ask_for():
     models = [{"name": "a", "model": "org/a"}, {"name": "b", "model": "org/b", "served_name": "bee"}]
     assert [(s["name"], s["served_name"]) for s in fp.services("h", models)] == [("a", "org/a"), ("b", "bee")]
