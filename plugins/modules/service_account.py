@@ -80,10 +80,13 @@ def _lookup(getter, key):
         return None
 
 
-def plan(want, group_entry, user_entry, home_exists):
+def plan(want, group_entry, user_entry, home_exists, home_foreign=False):
     """``(changes, commands)`` that bring the host from what it has to ``want`` ({name, group, home, shell}).
-    ``group_entry``: the group's (name, gid) or None; ``user_entry``: the account's (gid, home, shell) or None."""
+    ``group_entry``: the group's (name, gid) or None; ``user_entry``: the account's (gid, home, shell) or None;
+    ``home_foreign``: the home exists but is not the account's (another role made the directory first, e.g.
+    the model store under /var/lib/<name>): useradd would leave it to root, so it is handed over."""
     changes, commands = [], []
+    adopt = [["chmod", "0750", want["home"]], ["chown", "%s:%s" % (want["name"], want["group"]), want["home"]]]
     if group_entry is None:
         changes.append("group %s created" % want["group"])
         commands.append(["groupadd", "--system", want["group"]])
@@ -91,6 +94,9 @@ def plan(want, group_entry, user_entry, home_exists):
         changes.append("account %s created" % want["name"])
         commands.append(["useradd", "--system", "--gid", want["group"], "--shell", want["shell"],
                          "--home-dir", want["home"], "--create-home", want["name"]])
+        if home_exists:
+            changes.append("home %s handed to %s" % (want["home"], want["name"]))
+            commands.extend(adopt)
         return changes, commands
     argv = []
     gid, home, shell = user_entry
@@ -110,6 +116,9 @@ def plan(want, group_entry, user_entry, home_exists):
         changes.append("home %s created" % want["home"])
         commands.append(["mkdir", "-p", "-m", "0750", want["home"]])
         commands.append(["chown", "%s:%s" % (want["name"], want["group"]), want["home"]])
+    elif home_foreign:
+        changes.append("home %s handed to %s" % (want["home"], want["name"]))
+        commands.extend(adopt)
     return changes, commands
 
 
@@ -124,9 +133,13 @@ def main():
             "shell": p["shell"]}
     group = _lookup(grp.getgrnam, want["group"])
     user = _lookup(pwd.getpwnam, want["name"])
+    try:
+        home_uid = os.stat(want["home"]).st_uid
+    except OSError:
+        home_uid = None
     changes, commands = plan(want, None if group is None else (group.gr_name, group.gr_gid),
                              None if user is None else (user.pw_gid, user.pw_dir, user.pw_shell),
-                             os.path.exists(want["home"]))
+                             home_uid is not None, home_uid is not None and user is not None and home_uid != user.pw_uid)
     if commands and not module.check_mode:
         for argv in commands:
             argv = [module.get_bin_path(argv[0], required=True)] + argv[1:]

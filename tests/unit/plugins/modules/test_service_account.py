@@ -28,6 +28,20 @@ def test_a_new_host_gets_the_group_then_the_account_with_its_home():
                          "--home-dir", "/var/lib/sparkfleet", "--create-home", "sparkfleet"]]
 
 
+def test_a_home_another_role_made_first_is_handed_to_the_new_account():
+    # model_store may create /var/lib/sparkfleet/models (and so /var/lib/sparkfleet, root's) before any
+    # role makes the account; useradd --create-home leaves an existing directory to root.
+    changes, commands = plan(WANT, ("sparkfleet", 998), None, True)
+    assert commands[-2:] == [["chmod", "0750", "/var/lib/sparkfleet"], ["chown", "sparkfleet:sparkfleet", "/var/lib/sparkfleet"]]
+    assert changes[-1] == "home /var/lib/sparkfleet handed to sparkfleet"
+
+
+def test_a_home_of_an_existing_account_owned_by_someone_else_is_handed_back():
+    changes, commands = plan(WANT, ("sparkfleet", 998), RIGHT_USER, True, home_foreign=True)
+    assert commands == [["chmod", "0750", "/var/lib/sparkfleet"], ["chown", "sparkfleet:sparkfleet", "/var/lib/sparkfleet"]]
+    assert plan(WANT, ("sparkfleet", 998), RIGHT_USER, True, home_foreign=False) == ([], [])
+
+
 @pytest.mark.parametrize("user, argv", [
     ((100, "/var/lib/sparkfleet", "/usr/sbin/nologin"), ["--gid", "sparkfleet"]),
     ((998, "/var/lib/sparkfleet", "/bin/bash"), ["--shell", "/usr/sbin/nologin"]),
