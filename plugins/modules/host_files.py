@@ -180,7 +180,12 @@ def parse_mode(mode, path):
         raise SettleError("%s: mode %r is not an octal mode (write it like '0644')" % (path, mode))
 
 
-def id_of(name, path, kind, lookup):
+# In check mode, the id of a user or group that does not exist yet: an earlier task of the same run (a
+# service account) would have made it, so an entry owned by it is reported as a change, never an error.
+NOT_YET = -2
+
+
+def id_of(name, path, kind, lookup, check=False):
     """The number of a user or group given by name or number; None when not given."""
     if name is None or name == "":
         return None
@@ -189,15 +194,17 @@ def id_of(name, path, kind, lookup):
     try:
         return lookup(name)
     except KeyError:
+        if check:
+            return NOT_YET
         raise SettleError("%s: no %s %r on this host" % (path, kind, name))
 
 
-def uid_of(owner, path):
-    return id_of(owner, path, "user", lambda name: pwd.getpwnam(name).pw_uid)
+def uid_of(owner, path, check=False):
+    return id_of(owner, path, "user", lambda name: pwd.getpwnam(name).pw_uid, check)
 
 
-def gid_of(group, path):
-    return id_of(group, path, "group", lambda name: grp.getgrnam(name).gr_gid)
+def gid_of(group, path, check=False):
+    return id_of(group, path, "group", lambda name: grp.getgrnam(name).gr_gid, check)
 
 
 def attribute_changes(info, uid, gid, mode):
@@ -266,7 +273,7 @@ class Settler:
         return what
 
     def _directory(self, entry, path, info):
-        uid, gid = uid_of(entry.get("owner"), path), gid_of(entry.get("group"), path)
+        uid, gid = uid_of(entry.get("owner"), path, self.check), gid_of(entry.get("group"), path, self.check)
         mode = parse_mode(entry.get("mode"), path)
         if info is not None:
             # A link to a directory (a store on another disk) is followed, as the file module does.
@@ -307,7 +314,7 @@ class Settler:
         is_link = info is not None and stat.S_ISLNK(info.st_mode)
         current = os.readlink(path) if is_link else None
         if current == src:
-            uid, gid = uid_of(entry.get("owner"), path), gid_of(entry.get("group"), path)
+            uid, gid = uid_of(entry.get("owner"), path, self.check), gid_of(entry.get("group"), path, self.check)
             return self._chown_chmod(path, info, uid, gid, None)
         if self.want_diff:
             before = "-> %s\n" % current if is_link else ("" if info is None else "(a file)\n")
@@ -318,7 +325,7 @@ class Settler:
             os.close(fd)
             os.unlink(tmp)
             os.symlink(src, tmp)
-            uid, gid = uid_of(entry.get("owner"), path), gid_of(entry.get("group"), path)
+            uid, gid = uid_of(entry.get("owner"), path, self.check), gid_of(entry.get("group"), path, self.check)
             if uid is not None or gid is not None:
                 os.lchown(tmp, -1 if uid is None else uid, -1 if gid is None else gid)
             os.rename(tmp, path)
@@ -329,7 +336,7 @@ class Settler:
         if content is None:
             raise SettleError("%s: a file needs content" % path)
         data = to_bytes(content, errors="surrogate_or_strict")
-        uid, gid = uid_of(entry.get("owner"), path), gid_of(entry.get("group"), path)
+        uid, gid = uid_of(entry.get("owner"), path, self.check), gid_of(entry.get("group"), path, self.check)
         mode = parse_mode(entry.get("mode"), path)
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise SettleError("%s: exists and is not a regular file" % path)

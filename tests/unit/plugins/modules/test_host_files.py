@@ -167,6 +167,22 @@ def test_wrong_entries_name_their_path(tmp_path, name, entry, message):
     assert (tmp_path / "d" / "f").read_text() == "x"
 
 
+@pytest.mark.parametrize("state", ["file", "directory"])
+@pytest.mark.parametrize("who", [{"owner": "no-such-user-sparkfleet"}, {"group": "no-such-group-sparkfleet"}])
+def test_check_mode_reports_an_entry_of_an_account_not_made_yet_as_a_change(tmp_path, state, who):
+    """--check on a fresh host: the service account a real run makes first is not there yet."""
+    existing = tmp_path / "existing"
+    existing.mkdir() if state == "directory" else existing.write_text("1")
+    for path in (tmp_path / "new", existing):
+        entry = dict(who, path=str(path), state=state, **({"content": "1"} if state == "file" else {}))
+        results, _ = m.settle_all([entry], check=True)
+        assert results[0]["changed"], results
+        assert results[0]["what"] == (["created"] if path.name == "new" else [next(iter(who))]), results
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(m.SettleError, match="no (user|group)"):
+        m.settle_all([dict(who, path=str(existing), state=state, **({"content": "1"} if state == "file" else {}))])
+
+
 def test_a_directory_is_never_removed(tmp_path):
     with pytest.raises(m.SettleError, match="is a directory"):
         m.settle_all([{"path": str(tmp_path), "state": "absent"}])
