@@ -47,10 +47,20 @@ def stored_plan(run):
 
 
 def without_memory(plan, reached):
-    """The plan without the memory arithmetic of the hosts other than ``reached`` (under --limit their facts
-    are not gathered, so preflight leaves it null)."""
-    hosts = dict((host, dict((k, v) for k, v in view.items() if k != "memory" or host == reached))
-                 for host, view in plan["hosts"].items())
+    """The plan without the memory arithmetic of the hosts other than ``reached``, nor the utilization shares it
+    gives their entries (under --limit their facts are not gathered, so preflight leaves it null and the entries
+    keep the inventory's values)."""
+    def entries_without_share(items):
+        return [dict(item, entry=dict((k, v) for k, v in item["entry"].items() if k != "gpu_memory_utilization"))
+                if isinstance(item, dict) and isinstance(item.get("entry"), dict) else item for item in items]
+
+    hosts = {}
+    for host, view in plan["hosts"].items():
+        if host == reached:
+            hosts[host] = view
+            continue
+        hosts[host] = dict((k, entries_without_share(v) if k in ("models", "services") else v)
+                           for k, v in view.items() if k != "memory")
     return dict(plan, hosts=hosts)
 
 

@@ -197,3 +197,15 @@ def test_under_limit_only_the_reached_host_keeps_its_memory_arithmetic(passing_r
     seen = preflight_run.without_memory(plan, "spark-2")
     assert "memory" not in seen["hosts"]["spark-1"] and seen["hosts"]["spark-2"]["memory"] == plan["hosts"]["spark-2"]["memory"]
     assert seen["models"] == plan["models"] and plan["hosts"]["spark-1"]["memory"]  # the plan itself is left as it was
+
+
+def test_under_limit_the_shares_of_the_hosts_outside_it_are_left_out_too():
+    share = {"name": "m", "gpu_memory_utilization": 0.43}
+    view = {"models": [{"name": "m", "entry": share}], "services": [{"name": "m", "entry": share}],
+            "memory": {"services": {"m": {"utilization": 0.43}}}}
+    plan = {"models": [], "hosts": {"spark-1": copy.deepcopy(view), "spark-2": copy.deepcopy(view)}}
+    seen = preflight_run.without_memory(plan, "spark-2")
+    assert seen["hosts"]["spark-2"] == view
+    assert seen["hosts"]["spark-1"] == {"models": [{"name": "m", "entry": {"name": "m"}}],
+                                        "services": [{"name": "m", "entry": {"name": "m"}}]}
+    assert plan["hosts"]["spark-1"] == view  # the plan itself is left as it was
