@@ -108,6 +108,16 @@ def port_halves(interface, netdevs):
     return halves
 
 
+def second_half(interface):
+    """The other half of ``interface``'s QSFP port: the netdev of the other PCIe link (rule qsfp_both_halves,
+    qsfp_link_prefixes) with the same s0fNnpN suffix, e.g. enP2p1s0f0np0 for enp1s0f0np0; the port 1 half of
+    the other link for a name without that suffix."""
+    first, other = rulebook.setting("qsfp_link_prefixes")
+    match = PORT_SUFFIX.search(str(interface))
+    suffix = match.group(1) if match else "s0f1np1"
+    return (first if str(interface).startswith(other) else other) + suffix
+
+
 def v2_ipv4_gids(port):
     wanted = rulebook.setting("nccl_gid_type")
     return dict((g["index"], g["ipv4"]) for g in port.get("gids") or [] if g.get("type") == wanted and g.get("ipv4"))

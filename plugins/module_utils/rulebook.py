@@ -377,6 +377,7 @@ RULES = (
             "qsfp_netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",
             "roce_device_pattern": r"^roceP?\d*p\d+s0f[01]$",
             "qsfp_halves_per_port": 2,
+            "qsfp_link_prefixes": ["enp1", "enP2p1"],
         },
         "The ConnectX-7 hangs off two PCIe Gen5 x4 links; each QSFP port shows up as two "
         "netdevs/RoCE devices (enp1s0f1np1/rocep1s0f1 and enP2p1s0f1np1/roceP2p1s0f1). Only "
