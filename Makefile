@@ -36,8 +36,9 @@ host: ## Debian's docker.io + debootstrap + prometheus (promtool), and a running
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)
 	@tools/base-image.sh
 
-upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock) and the contract venv (cached)
+upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock), the contract venv, the Spark-platform resolution (cached)
 	@$(PYTHON) tools/contract_setup.py
+	@$(PYTHON) tools/platform_resolve.py
 
 contract-lock: ## Re-pin tools/contract.lock to the rule book's vllm_version and ray_version
 	$(PYTHON) tools/contract_setup.py --lock
@@ -56,6 +57,7 @@ unit: venv ## pytest unit tests of the modules, filters and rule book
 
 contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
 	@$(PYTHON) tools/contract_setup.py --check
+	@$(PYTHON) tools/platform_resolve.py --check
 	pytest -q tests/contract
 
 monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric names vs the probe and the pinned vLLM

@@ -10,7 +10,8 @@ type: aggregate
 short_description: Prints one compact table of the fleet at the end of site.yml and verify.yml
 description:
   - Collects the C(sparkfleet_fleet_row) fact that the summary play of C(playbooks/verify.yml) sets on each host
-    (driver, fabric address and MTU, NCCL, Ray role and members, each model with its endpoint, state and
+    (driver, fabric address and MTU, NCCL, what the GPU gate read (C(sm12.1/cuda12.9) on a Spark, C(cpu-form) where
+    the simulated fleet's CPU build was checked without CUDA), Ray role and members, each model with its endpoint, state and
     gpu-memory-utilization, and the tokens/s of the verify completion) and prints one table after the play recap,
     instead of a debug list per host.
   - Hosts that failed a task are listed under the table, in red, with the first line of what failed.
@@ -24,7 +25,7 @@ from ansible.plugins.callback import CallbackBase
 from ansible.utils.color import stringc
 
 ROW_FACT = "sparkfleet_fleet_row"
-COLUMNS = ("host", "driver", "fabric", "nccl", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s")
+COLUMNS = ("host", "driver", "fabric", "nccl", "gpu", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s")
 
 
 def _text(value, default="-"):
@@ -50,7 +51,7 @@ def table_lines(rows):
         ray = _text(row.get("ray_role"))
         if row.get("ray_members") not in (None, ""):
             ray = "%s (%s up)" % (ray, row["ray_members"])
-        head = [host, _text(row.get("driver"), "?"), fabric, _text(row.get("nccl")), ray]
+        head = [host, _text(row.get("driver"), "?"), fabric, _text(row.get("nccl")), _text(row.get("gpu")), ray]
         models = row.get("models") or [{}]
         for index, model in enumerate(models):
             cells = head if index == 0 else [""] * len(head)

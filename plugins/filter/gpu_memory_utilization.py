@@ -10,7 +10,8 @@ author: sparkfleet.gb10 developers
 short_description: C(--gpu-memory-utilization) for every vLLM service on one GB10 host, with the arithmetic
 version_added: "0.1.0"
 description:
-  - GB10 memory is unified, so the size vLLM works from is MemTotal (C(gb10.memory.mem_total_bytes)).
+  - GB10 memory is unified, so the size vLLM works from is MemTotal (C(gb10.memory.mem_total_bytes)), or what CUDA
+    itself reported to the GPU gate (C(gb10.memory.cuda_total_bytes)) where the gate recorded it.
   - For each service on the host (model entries, see C(plugins/module_utils/model_entry.py)) the need per node is
     weights / (tensor x pipeline parallel) + KV cache + overhead. Weights are the real size of the weight files
     when it is known (O(weights_on_disk), from the manifest C(sparkfleet.gb10.model_store) proved), else
@@ -155,6 +156,12 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     if not isinstance(os_headroom_gib, (int, float)) or isinstance(os_headroom_gib, bool) or os_headroom_gib < 0:
         raise AnsibleFilterError("host %s: os_headroom_gib must be a number >= 0, got %r" % (host, os_headroom_gib))
 
+    # vLLM takes its fraction of what CUDA reports. Where the GPU gate recorded that (memory.cuda_total_bytes;
+    # ~62 GB with nvidia modeset=0 against ~120 GB of MemTotal, rule unified_memory), size from it.
+    cuda_b = (gb10_facts.get("memory") or {}).get("cuda_total_bytes")
+    sized_by = "MemTotal"
+    if isinstance(cuda_b, int) and not isinstance(cuda_b, bool) and cuda_b > 0:
+        total_b, sized_by = cuda_b, "CUDA total"
     total = total_b / GIB
     plan = {}
     order = []
@@ -178,12 +185,12 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         target = min(target, rulebook.setting("gpu_memory_utilization_long_context"))
     budget = min(target, (total - os_headroom_gib) / total)
     need_total = sum(p["need_gib"] for p in plan.values())
-    arithmetic = "MemTotal %.2f GiB; needs %s = %.2f GiB = %.3f of MemTotal; budget min(target %.2f, (%.2f - %.1f " \
+    arithmetic = "%s %.2f GiB; needs %s = %.2f GiB = %.3f of %s; budget min(target %.2f, (%.2f - %.1f " \
                  "headroom) / %.2f = %.3f) = %.3f" % (
-                     total, " + ".join("%s %.2f (weights %.2f%s + KV %.2f + overhead %.2f)" % (
+                     sized_by, total, " + ".join("%s %.2f (weights %.2f%s + KV %.2f + overhead %.2f)" % (
                          n, plan[n]["need_gib"], plan[n]["weights_gib"],
                          " on disk" if plan[n]["weights_from"] == "disk" else "", plan[n]["kv_gib"], plan[n]["overhead_gib"])
-                         for n in order), need_total, need_total / total, target, total, os_headroom_gib, total,
+                         for n in order), need_total, need_total / total, sized_by, target, total, os_headroom_gib, total,
                      (total - os_headroom_gib) / total, budget)
     if need_total / total > budget:
         raise AnsibleFilterError("host %s: the services do not fit. %s. Lower max_model_len or max_num_seqs, split the "
@@ -219,6 +226,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     return {
         "host": host,
         "mem_total_gib": round(total, 2),
+        "sized_by": sized_by,
         "os_headroom_gib": float(os_headroom_gib),
         "ceiling": ceiling,
         "target": target,

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, gpu_gate, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_value
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, MODEL_ENTRY_SPEC, SECRET_SHOWN, api_key_optout, is_secret)
@@ -410,6 +410,37 @@ def check_environment(fleet):
     return findings
 
 
+def check_torch(fleet):
+    """A GPU host's virtualenv pins torch by its CUDA local version (rule torch_cuda_build): PyPI's aarch64
+    torch of the same number is a CPU build, and vLLM's _C needs libtorch_cuda.so."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        form = host_vars.get("vllm_venv_torch_backend", "cuda")
+        if form not in gpu_gate.FORMS:
+            continue  # check_variable_types names the choices
+        if "vllm_venv_packages" in host_vars:
+            packages, nodeps = host_vars.get("vllm_venv_packages"), host_vars.get("vllm_venv_nodeps_packages") or []
+            if not isinstance(packages, list) or not isinstance(nodeps, list):
+                continue  # its type is check_variable_types' business
+            specs = [str(spec) for spec in packages + nodeps]
+            if gpu_gate.torch_requirement(specs) is None and host_vars.get("vllm_venv_requirements_files"):
+                continue  # torch comes from requirement files preflight cannot read; the GPU gate judges it
+            variable, value = "vllm_venv_packages", [s for s in specs if gpu_gate.torch_requirement([s]) is not None]
+        elif isinstance(host_vars.get("vllm_venv_torch_version"), str):
+            variable, value = "vllm_venv_torch_version", host_vars["vllm_venv_torch_version"]
+            specs = ["torch==%s" % value]
+        else:
+            continue  # the role's default: the rule book's CUDA pin
+        problem = gpu_gate.torch_pin_problem(specs, form)
+        if problem:
+            findings.append(Finding(host, variable, value, problem,
+                                    "pin torch==%s+%s (vllm_venv_torch_version) with vllm_venv_torch_backend: cuda, "
+                                    "or set vllm_venv_torch_backend: cpu only for a host without a GPU"
+                                    % (rulebook.setting("torch_version"), rulebook.setting("torch_cuda_build"))))
+    return findings
+
+
 SIZING_KEYS = ("num_layers", "num_kv_heads", "head_dim", "max_model_len")
 
 
@@ -774,6 +805,7 @@ def judge_fleet(fleet, role_specs, checks=None):
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))
     findings.extend(check_environment(fleet))
+    findings.extend(check_torch(fleet))
     findings.extend(check_firewall(fleet))
     findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     if findings:

@@ -105,7 +105,8 @@ RULES = (
         "GB10 shares one LPDDR5X pool between CPU and GPU; nvidia-smi reports no separate GPU "
         "memory ('Not Supported') and CUDA sees roughly MemTotal (about 119-122 GB of 128 GB). "
         "002 also saw CUDA-visible memory capped near 62 GB with the nvidia modeset=0 kernel "
-        "parameter, which is why its single-node Qwen3.6 ran at 0.55.",
+        "parameter, which is why its single-node Qwen3.6 ran at 0.55. So where the GPU gate has "
+        "recorded what CUDA reports (torch.cuda.mem_get_info), memory is sized from that instead.",
         (S004, S001, S002),
     ),
     # ------------------------------------------------------------- kernels
@@ -250,7 +251,10 @@ RULES = (
         "drop_page_cache",
         "Drop the page cache before vLLM starts",
         {"drop_caches_command": "sync; echo 3 > /proc/sys/vm/drop_caches"},
-        "A fragmented page cache on the unified pool makes model load OOM.",
+        "A fragmented page cache on the unified pool makes model load OOM. Every process that "
+        "loads weights drops it first: the vLLM units, and the Ray head and worker units, under "
+        "which the ray executor's GPU workers load their share (on a follower, right after the "
+        "model store wrote the weights there).",
         (S003, S002),
     ),
     Rule(
@@ -277,6 +281,23 @@ RULES = (
         {"prefix_cache_hit_metrics": ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"]},
         "vLLM 0.19 has no gpu_prefix_cache_hit_rate gauge; hit rate = hits / queries.",
         (S003,),
+    ),
+    Rule(
+        "nvidia_device_nodes",
+        "NVIDIA device nodes exist before any sandboxed GPU unit starts",
+        {
+            "nvidia_devices_unit": "sparkfleet-nvidia-devices",
+            # nvidia-modprobe: the nvidia module with /dev/nvidiactl and /dev/nvidia0 (-c 0), then
+            # nvidia-uvm with /dev/nvidia-uvm (-u -c 0) and /dev/nvidia-uvm-tools (-u -c 1).
+            "nvidia_modprobe_argv": [["-c", "0"], ["-u", "-c", "0"], ["-u", "-c", "1"]],
+            "nvidia_device_nodes": ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"],
+        },
+        "The units run with DevicePolicy=closed; systemd resolves DeviceAllow=char-<group> against "
+        "/proc/devices when the unit starts, before ExecStartPre runs. After a boot nvidia-uvm is "
+        "normally loaded on first CUDA use by the setuid nvidia-modprobe, which a sandboxed unit "
+        "cannot run: CUDA then fails inside the unit. A oneshot unit, ordered before every GPU "
+        "unit, runs nvidia-modprobe (module and device nodes of GPU 0 and of UVM) as root first.",
+        (S003, S004),
     ),
     # ------------------------------------------------------------ containers
     Rule(
@@ -330,6 +351,27 @@ RULES = (
         "roles turn on, and it is the version the cluster scenario runs.",
     ),
     Rule(
+        "torch_cuda_build",
+        "A CUDA build of torch, from PyTorch's CUDA index, pinned by its local version",
+        {
+            "torch_version": "2.10.0",
+            "torch_cuda_build": "cu129",
+            "torch_index_url": "https://download.pytorch.org/whl/cu129",
+        },
+        "vLLM 0.19.0 requires torch==2.10.0. PyPI's aarch64 wheel of it is a CPU build (its nvidia-* "
+        "and triton requirements are marked platform_machine == 'x86_64'; no libtorch_cuda.so), while "
+        "vLLM's aarch64 _C.abi3.so needs libtorch_cuda.so and libcudart.so.12: vllm serve and every Ray "
+        "GPU worker would fail at import on a Spark. vLLM's binaries are CUDA 12.9 and its install "
+        "guide takes torch from PyTorch's cu129 index. Pinning the local version "
+        "(torch==2.10.0+cu129) is a requirement PyPI cannot satisfy, so pip never falls back "
+        "to the CPU build: without the index the install fails, naming it.",
+        (S004, S003),
+        decision="No source document names where torch comes from; 004 says some binary "
+        "distributions do not apply on aarch64. The pin follows vLLM's install guide and the "
+        "requirements PyPI's torch 2.10.0 wheels declare (read with pip's resolver for "
+        "manylinux_2_28_aarch64 / CPython 3.12, tests/contract/test_platform.py).",
+    ),
+    Rule(
         "cutlass_fp8_patch",
         "Patch vLLM's CUTLASS FP8 detection off (functions and module constants)",
         {
@@ -360,6 +402,27 @@ RULES = (
         "truncated messages. Build from source for sm_121 and put it first in LD_LIBRARY_PATH on "
         "every node.",
         (S004,),
+    ),
+    Rule(
+        "nccl_preload",
+        "The built NCCL is preloaded (LD_PRELOAD) into every unit that runs a GPU process",
+        {
+            "nccl_preload_env": "LD_PRELOAD",
+            "nccl_entry_points": ["ncclGetVersion", "ncclCommInitRankConfig", "ncclAllReduce",
+                                  "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclSend",
+                                  "ncclRecv", "ncclCommDestroy"],
+        },
+        "A CUDA torch's libtorch_cuda.so needs libnccl.so.2 through a DT_RPATH "
+        "($ORIGIN/../../nvidia/nccl/lib), which the loader searches before LD_LIBRARY_PATH: with "
+        "only LD_LIBRARY_PATH every collective torch makes itself runs on the pip NCCL, which has "
+        "no sm_121 kernels. A preloaded library comes first in the global scope, so the entry "
+        "points torch binds to resolve to the built one (checked by address, with dladdr, by the "
+        "GPU gate). vLLM's own pynccl keeps loading VLLM_NCCL_SO_PATH.",
+        (S004,),
+        decision="004 says to put the built library first in LD_LIBRARY_PATH; measured on a lent "
+        "2xH200 machine (torch 2.11.0+cu130, NCCL v2.28.9-1 from source) that leaves torch on the pip "
+        "library, while LD_PRELOAD makes ncclAllReduce and ncclCommInitRankConfig resolve to the "
+        "built one. Both are set: LD_LIBRARY_PATH for programs that link NCCL by name.",
     ),
     # ----------------------------------------------------------------- fabric
     Rule(

@@ -50,6 +50,12 @@ options:
     description: The running kernel module's version file.
     type: path
     default: /proc/driver/nvidia/version
+  gpu_gate_file:
+    description:
+      - The GPU gate's record (written by the vllm_venv role on a GPU host) of the total memory CUDA reports,
+        returned as C(memory.cuda_total_bytes); absent before the gate ran.
+    type: path
+    default: /var/lib/sparkfleet/gpu-gate.json
   meminfo:
     description: The meminfo file.
     type: path
@@ -134,7 +140,8 @@ ansible_facts:
           sample: "13.0"
         memory:
           description:
-            - C(mem_total_bytes), C(mem_available_bytes), C(unified), C(nvidia_smi_memory), C(cuda_visible).
+            - C(mem_total_bytes), C(mem_available_bytes), C(cuda_total_bytes) (what CUDA reported to the GPU gate, or
+              null), C(unified), C(nvidia_smi_memory), C(cuda_visible).
             - C(unified) is true on GB10 (nvidia-smi reports no memory of its own); false on a GPU that reports
               dedicated memory, where MemTotal is host memory only.
           type: dict
@@ -195,6 +202,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
 
 PROC_VERSION_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 NVML_MISMATCH_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
@@ -303,6 +311,16 @@ def parse_meminfo(text):
         if match:
             values[match.group(1)] = int(match.group(2)) * (1024 if line.rstrip().endswith("kB") else 1)
     return values
+
+
+def read_cuda_total(path):
+    """The total memory CUDA reported, from the GPU gate's record (JSON); None when absent or unreadable."""
+    text, _reason = read_text(path)
+    try:
+        value = json.loads(text).get("cuda_memory_total") if text else None
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def parse_nccl_conf(text):
@@ -611,6 +629,8 @@ def gather(params, run, which):
         dedicated = bool(gpu and not gpu["is_gb10"] and smi_memory and re.search(r"\d+\s*MiB\s*$", smi_memory))
         facts["memory"] = {
             "mem_total_bytes": info.get("MemTotal"),
+            # What CUDA itself reported (torch.cuda.mem_get_info), as the GPU gate recorded it; None before it ran.
+            "cuda_total_bytes": read_cuda_total(params["gpu_gate_file"]),
             "mem_available_bytes": info.get("MemAvailable"),
             "unified": not dedicated,
             "nvidia_smi_memory": smi_memory,
@@ -671,6 +691,7 @@ def main():
             sysfs_infiniband=dict(type="path", default="/sys/class/infiniband"),
             proc_driver_version=dict(type="path", default="/proc/driver/nvidia/version"),
             meminfo=dict(type="path", default="/proc/meminfo"),
+            gpu_gate_file=dict(type="path", default=fleet_default("gpu_gate_file")),
             nccl_conf=dict(type="path", default="/etc/nccl.conf"),
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             cuobjdump=dict(type="str", default="cuobjdump"),

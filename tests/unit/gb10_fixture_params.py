@@ -11,6 +11,8 @@ def params_for(root, **over):
         "sysfs_infiniband": os.path.join(root, "sys/class/infiniband"),
         "proc_driver_version": os.path.join(root, "proc/driver/nvidia/version"),
         "meminfo": os.path.join(root, "proc/meminfo"),
+        # No tree records a GPU gate: memory.cuda_total_bytes is None unless a test writes one.
+        "gpu_gate_file": os.path.join(root, "var/lib/sparkfleet/gpu-gate.json"),
         "nccl_conf": os.path.join(root, "etc/nccl.conf"),
         "nvidia_smi": os.path.join(root, "bin/nvidia-smi"),
         "cuobjdump": os.path.join(root, "bin/cuobjdump"),

@@ -195,13 +195,18 @@ def parse_environ(data):
 def nccl_is_ours(process_env, nccl_env, kind):
     """True when the process loads the NCCL the nccl role's environment file names, first.
 
-    The first LD_LIBRARY_PATH entry must be the file's; a vLLM process must also
-    have the file's VLLM_NCCL_SO_PATH. None when the file names no library path.
+    The first LD_LIBRARY_PATH entry must be the file's, and where the file preloads
+    the library (LD_PRELOAD: torch's own collectives bind to it) the process must
+    preload it too; a vLLM process must also have the file's VLLM_NCCL_SO_PATH.
+    None when the file names no library path.
     """
     wanted = (nccl_env.get("LD_LIBRARY_PATH") or "").split(":")[0]
     if not wanted:
         return None
     ours = (process_env.get("LD_LIBRARY_PATH") or "").split(":")[0] == wanted
+    if nccl_env.get("LD_PRELOAD"):
+        preloaded = (process_env.get("LD_PRELOAD") or "").replace(":", " ").split()
+        ours = ours and nccl_env["LD_PRELOAD"] in preloaded
     if kind == "vllm" and nccl_env.get("VLLM_NCCL_SO_PATH"):
         ours = ours and process_env.get("VLLM_NCCL_SO_PATH") == nccl_env["VLLM_NCCL_SO_PATH"]
     return ours

@@ -323,6 +323,21 @@ def test_nccl_is_ours(process_env, kind, ours):
     assert probe.nccl_is_ours(process_env, NCCL_ENV, kind) is ours
 
 
+PRELOADING_ENV = dict(NCCL_ENV, LD_PRELOAD="/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2")
+
+
+@pytest.mark.parametrize("process_env,ours", [
+    (dict(PRELOADING_ENV), True),
+    # LD_LIBRARY_PATH alone: a CUDA torch binds to the pip NCCL its DT_RPATH names.
+    ({k: v for k, v in PRELOADING_ENV.items() if k != "LD_PRELOAD"}, False),
+    (dict(PRELOADING_ENV, LD_PRELOAD="/usr/lib/libjemalloc.so.2"), False),
+    (dict(PRELOADING_ENV, LD_PRELOAD="/usr/lib/libjemalloc.so.2:/opt/sparkfleet/nccl/2.28.9-sm121/lib/libnccl.so.2"),
+     True),
+])
+def test_nccl_is_ours_needs_the_preload_the_file_sets(process_env, ours):
+    assert probe.nccl_is_ours(process_env, PRELOADING_ENV, "vllm") is ours
+
+
 def test_nccl_check_reads_the_main_pid_environ(tmp_path):
     (tmp_path / "nccl.env").write_text("# managed\nNCCL_HOME=/opt/sparkfleet/nccl/2.28.9-sm121\n"
                                        "LD_LIBRARY_PATH=/opt/sparkfleet/nccl/2.28.9-sm121/lib\n")

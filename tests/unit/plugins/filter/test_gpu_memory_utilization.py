@@ -158,3 +158,16 @@ def test_an_entry_without_any_size_is_sized_by_its_files():
 def test_weights_on_disk_of_a_wrong_shape_is_refused(bad):
     with pytest.raises(AnsibleFilterError, match="weights_on_disk must map service names to byte counts"):
         gpu_memory_utilization(GB10, [small("a")], weights_on_disk=bad)
+
+
+def test_sized_from_what_cuda_reported_where_the_gate_recorded_it():
+    """Seed 002: with nvidia modeset=0 CUDA saw about 62 GB of ~120 GB MemTotal. The 235B share that fits a
+    whole Spark does not fit what CUDA sees, and the refusal says what it was sized from."""
+    import copy
+    facts = copy.deepcopy(GB10)
+    facts["memory"]["cuda_total_bytes"] = 62 * 10 ** 9
+    with pytest.raises(AnsibleFilterError, match="CUDA total 57.74 GiB"):
+        gpu_memory_utilization(facts, [QWEN3_235B], host="spark-1")
+    plan = gpu_memory_utilization(facts, [small("a")], host="spark-1")
+    assert plan["sized_by"] == "CUDA total" and plan["mem_total_gib"] == 57.74
+    assert gpu_memory_utilization(GB10, [small("a")])["sized_by"] == "MemTotal"

@@ -543,6 +543,12 @@ def _pp4(**patch):
     return mistake
 
 
+def _var(host, name, value):
+    def mistake(fleet):
+        fleet[host][name] = value
+    return mistake
+
+
 # rule id -> (mistake, host whose finding names it, variable suffix, words of the finding)
 RULE_BROKEN = {
     "gb10_identity": (_on_solo(pipeline_parallel_size=2), "spark-7", ".tensor_parallel_size", "rule gb10_identity"),
@@ -574,6 +580,8 @@ RULE_BROKEN = {
                                  ".tensor_parallel_size", "rule parallelism_across_nodes"),
     "nccl_ib_transport": (_facts("no_roce", "spark-1", "spark-2"), "spark-1", "sparkfleet_allow_socket_fallback",
                           "GB/s"),
+    "torch_cuda_build": (_var("spark-7", "vllm_venv_torch_version", "2.10.0"), "spark-7", "vllm_venv_torch_version",
+                         "CPU build"),
     "unified_memory": (_on_solo(weights_gib=150.0, num_layers=48, num_kv_heads=4, head_dim=128, max_model_len=32768),
                        "spark-7", "sparkfleet_models", "GiB"),
 }
@@ -601,6 +609,8 @@ NOT_AN_INVENTORY_MISTAKE = {
     "vllm_host_ip": "set by the roles from sparkfleet_fabric_address (whose checks are in the cross-host corpus)",
     "ray_memory_monitor": "set by the Ray roles and nccl_env for every Ray process",
     "nccl_bandwidth_floor": "measured by fleet_verify after the fabric is up",
+    "nccl_preload": "written by the nccl role into its environment file; proven inside the units' Python by the GPU gate",
+    "nvidia_device_nodes": "a unit the nvidia_driver role installs; the GPU units require it",
 }
 
 

@@ -363,3 +363,14 @@ def test_the_gpu_hosts_own_reading_agrees():
 def test_parse_list_elf_of_real_nccl_builds(name, archs):
     # NCCL 2.28.9 adds sm_100 cubins of its own to any build; the requested SASS must be there too.
     assert m.parse_list_elf(_recorded(name)) == archs
+
+
+def test_cuda_total_comes_from_the_gpu_gates_record(tmp_path):
+    assert facts_of("nominal")["memory"]["cuda_total_bytes"] is None
+    record = tmp_path / "gpu-gate.json"
+    record.write_text('{"capability": "12.1", "cuda_memory_total": 62000000000, "torch": "2.10.0+cu129"}')
+    facts = facts_of("nominal", gpu_gate_file=str(record))
+    assert facts["memory"]["cuda_total_bytes"] == 62000000000
+    assert facts["memory"]["mem_total_bytes"] > 62000000000
+    record.write_text("not json")
+    assert facts_of("nominal", gpu_gate_file=str(record))["memory"]["cuda_total_bytes"] is None

@@ -24,3 +24,16 @@ extern "C" ncclResult_t ncclSumInPlace(float *devbuf, const float *devsrc, size_
   ncclKernelSumInPlace<<<blocks, 256, 0, (cudaStream_t)stream>>>(devbuf, devsrc, count);
   return cudaGetLastError() == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
+
+// The entry points torch's ProcessGroupNCCL and vLLM's pynccl call, so that a process's
+// global scope can be asked which library they resolve to (the GPU gate, rule nccl_preload).
+// Stand-ins only: each refuses the call.
+#define FAKE_NCCL_ENTRY(name) extern "C" ncclResult_t name(void) { return ncclInvalidArgument; }
+FAKE_NCCL_ENTRY(ncclCommInitRankConfig)
+FAKE_NCCL_ENTRY(ncclAllReduce)
+FAKE_NCCL_ENTRY(ncclAllGather)
+FAKE_NCCL_ENTRY(ncclReduceScatter)
+FAKE_NCCL_ENTRY(ncclBroadcast)
+FAKE_NCCL_ENTRY(ncclSend)
+FAKE_NCCL_ENTRY(ncclRecv)
+FAKE_NCCL_ENTRY(ncclCommDestroy)
