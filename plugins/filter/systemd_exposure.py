@@ -21,7 +21,7 @@ options:
     type: str
     required: true
   kind:
-    description: C(vllm) or C(ray); adds RV(_value.threshold) and RV(_value.ok).
+    description: C(vllm), C(ray) or C(rsyncd); adds RV(_value.threshold) and RV(_value.ok).
     type: str
 """
 

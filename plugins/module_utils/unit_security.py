@@ -23,14 +23,18 @@ import re
 # nodes: DevicePolicy=closed plus DeviceAllow instead), PrivateNetwork (they serve and
 # talk NCCL over the fabric) or MemoryDenyWriteExecute (CUDA, Triton and torch compile
 # kernels at run time into writable+executable memory).
+# The model store's rsync daemon touches no GPU: it binds its port, chroots into the store and
+# becomes nobody, so it keeps only those capabilities and a read-only file system.
 EXPOSURE_THRESHOLDS = {
     "vllm": 5.0,
     "ray": 6.0,
+    "rsyncd": 3.0,
 }
 EXPOSURE_REASON = (
     "systemd-analyze security must rate the vLLM units at most 5.0 and the Ray units at most 6.0 "
     "while the GPU, the RDMA devices, the NCCL library, the fabric and the model directory stay "
-    "reachable; Ray shares /tmp/ray with the vLLM driver, so it cannot have PrivateTmp."
+    "reachable; Ray shares /tmp/ray with the vLLM driver, so it cannot have PrivateTmp. The model "
+    "store's rsync daemon, which needs none of these, at most 3.0."
 )
 
 # "→ Overall exposure level for sparkfleet-vllm-tiny.service: 2.2 OK 🙂"

@@ -115,3 +115,31 @@ def test_every_unit_that_runs_gpu_work_has_unlimited_locked_memory(units):
         with open(path) as handle:
             text = handle.read()
         assert "\nLimitMEMLOCK=infinity\n" in text, label
+
+
+def _rsyncd_unit(tmp_path, hardened=True):
+    """roles/model_store/templates/rsyncd.service.j2, its variables filled in; without its sandbox
+    (everything from the '# Sandbox' comment to [Install] but NoNewPrivileges) as it was before."""
+    import jinja2
+    path = os.path.join(TOP, "roles", "model_store", "templates", "rsyncd.service.j2")
+    env = jinja2.Environment(trim_blocks=True)
+    env.filters["comment"] = lambda text: "#\n# %s\n#" % text
+    text = env.from_string(open(path).read()).render(
+        ansible_managed="managed", model_store_fabric_address="192.168.100.10",
+        model_store_rsync_config="/etc/sparkfleet/model_store/rsyncd.conf")
+    if not hardened:
+        head, rest = text.split("# Sandbox", 1)
+        text = (head + "NoNewPrivileges=true\nProtectSystem=full\nProtectHome=true\nPrivateTmp=true\n\n[Install]"
+                + rest.split("[Install]", 1)[1])
+    target = tmp_path / ("hardened" if hardened else "bare")
+    target.mkdir()
+    unit = target / "sparkfleet-model-store-rsyncd.service"
+    unit.write_text(text)
+    return str(unit)
+
+
+def test_model_store_rsync_daemon_passes_its_threshold(tmp_path):
+    rc, exposure = analyze(_rsyncd_unit(tmp_path), "rsyncd")
+    assert rc == 0 and exposure <= unit_security.threshold("rsyncd"), exposure
+    rc, exposure = analyze(_rsyncd_unit(tmp_path, hardened=False), "rsyncd")
+    assert rc != 0 and exposure > 8.0, exposure
