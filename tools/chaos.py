@@ -21,6 +21,14 @@ Faults (``--faults`` picks; all by default, in this order):
   network before vLLM. A container gets docker's interface name at each start where a Spark's udev gives
   the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
+- ``member-away``: the follower's container stopped for longer than the head's start-limit
+  window. A Spark's vLLM (ray executor) waits 1800 s for its placement group, then exits; the
+  sim's mp executor has no such wait, so a runtime drop-in on the head (gone at the next boot)
+  scales it down: RuntimeMaxSec (the wait), StartLimitIntervalSec/StartLimitBurst (the window),
+  and one on the retry timer (vllm_service_retry_after_sec). The head must reach its start limit
+  (failed), be started again by its OnFailure= timer while the member is away, without a restart
+  storm, and serve again by itself once the member is back (the drop-ins removed first): timed
+  from the member's start.
 - ``rolling-update``: the fleet switched to independent hosts (``inventories/sim-independent``:
   spark-1 serves tiny-a, spark-2 tiny-b, no model spans hosts), then
   ``playbooks/rolling_update.yml --limit spark-2`` with a changed setting for tiny-b (a copy of
@@ -69,7 +77,11 @@ RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
 RAY_TOKEN_FILE = fleet_default("ray_auth_token_file")
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
-FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "rolling-update")
+FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "member-away", "rolling-update")
+# member-away, scaled down for the sim (seconds): how long a head start may wait for its member,
+# the start-limit window and burst, the retry timer's wait, and how long the member stays away.
+AWAY_WAIT, AWAY_WINDOW, AWAY_BURST, AWAY_RETRY, AWAY_FOR = 40, 240, 2, 45, 300
+AWAY_DROPIN = "/run/systemd/system/%s.d/zz-chaos-member-away.conf" % UNIT
 # A Spark's udev names the QSFP port at every boot; a container gets docker's name (eth1) at
 # every start. This sim stand-in does the renaming at boot, before networkd reads netplan's
 # configuration: the one thing a restarted container lacks that a rebooted Spark has.
@@ -312,8 +324,8 @@ def record(rows, path):
     os.replace(path + ".tmp", path)
 
 
-def fault_host_restart(key, limit, problems):
-    """docker restart of the follower host: its units come back on their own, in order."""
+def name_fabric_port_at_boot():
+    """Install the sim stand-in that names the follower's fabric port at boot (see RENAME_SCRIPT)."""
     networks = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .NetworkSettings.Networks}}", FOLLOWER],
                                          capture_output=True, text=True, check=True).stdout)
     macs = [n["MacAddress"] for name, n in networks.items() if name != "bridge"]
@@ -321,6 +333,59 @@ def fault_host_restart(key, limit, problems):
        check=True, stdin=RENAME_SCRIPT % {"name": FABRIC_IFNAME, "mac": macs[0]})
     sh(FOLLOWER, "cat > /etc/systemd/system/sparkfleet-sim-fabric-name.service && systemctl daemon-reload && "
                  "systemctl enable sparkfleet-sim-fabric-name.service", check=True, stdin=RENAME_UNIT)
+
+
+def journal_count(host, unit, since, words):
+    """Lines of UNIT's journal since the epoch second SINCE that hold WORDS."""
+    out = sh(host, "journalctl -u %s --since @%s --no-pager -o cat | grep -cF %s; true"
+             % (unit, since, json.dumps(words))).stdout.strip()
+    return int(out or 0)
+
+
+def fault_member_away(key, limit, problems):
+    """The follower away longer than the head's start-limit window; the head serves again by itself."""
+    timer = show(HEAD, UNIT, "OnFailure").get("OnFailure", "").split()
+    if len(timer) != 1 or not timer[0].endswith(".timer"):
+        problems.append("member-away: %s has no OnFailure= retry timer (%r)" % (UNIT, timer))
+        return None, "no retry timer"
+    timer = timer[0]
+    timer_dropin = "/run/systemd/system/%s.d/zz-chaos-member-away.conf" % timer
+    name_fabric_port_at_boot()
+    sh(HEAD, "mkdir -p %s %s && printf '[Unit]\\nStartLimitIntervalSec=%d\\nStartLimitBurst=%d\\n[Service]\\n"
+             "RuntimeMaxSec=%d\\n' > %s && printf '[Timer]\\nOnActiveSec=\\nOnActiveSec=%d\\n' > %s && "
+             "systemctl daemon-reload"
+       % (os.path.dirname(AWAY_DROPIN), os.path.dirname(timer_dropin), AWAY_WINDOW, AWAY_BURST, AWAY_WAIT,
+          AWAY_DROPIN, AWAY_RETRY, timer_dropin), check=True)
+    since = sh(HEAD, "date +%s", check=True).stdout.strip()
+    subprocess.run(["docker", "stop", FOLLOWER], check=True, capture_output=True, timeout=300)
+    away_start = time.monotonic()
+    limited = wait(lambda: show(HEAD, UNIT, "ActiveState")["ActiveState"] == "failed", AWAY_FOR, step=3)
+    time.sleep(max(0.0, AWAY_FOR - (time.monotonic() - away_start)))
+    away = time.monotonic() - away_start
+    starts = journal_count(HEAD, UNIT, since, "Started ")
+    retried = journal_count(HEAD, timer.replace(".timer", ".service"), since, "Finished ")
+    if limited is None:
+        problems.append("member-away: the head never reached its start limit in %.0f s" % AWAY_FOR)
+    if retried < 1:
+        problems.append("member-away: the retry timer never started the head again while the member was away")
+    # One start per RuntimeMaxSec + RestartSec at most: a storm would start it far more often.
+    most = int(away // AWAY_WAIT) + 2
+    if starts > most:
+        problems.append("member-away: %d starts in %.0f s away (at most %d expected)" % (starts, away, most))
+    sh(HEAD, "rm -f %s %s && systemctl daemon-reload" % (AWAY_DROPIN, timer_dropin), check=True)
+    subprocess.run(["docker", "start", FOLLOWER], check=True, capture_output=True, timeout=300)
+    start = time.monotonic()
+    seconds = wait(lambda: serving(key), limit, step=3)
+    detail = ("%s stopped %.0f s (window %d s, burst %d, a start gives up after %d s, retry after %d s: runtime "
+              "drop-ins); the head hit its start limit after %s s, %d start(s), %d by its retry timer; after the "
+              "member's start a completion answered" % (FOLLOWER, away, AWAY_WINDOW, AWAY_BURST, AWAY_WAIT, AWAY_RETRY,
+                                                         "?" if limited is None else "%.0f" % limited, starts, retried))
+    return (None if seconds is None else time.monotonic() - start), detail
+
+
+def fault_host_restart(key, limit, problems):
+    """docker restart of the follower host: its units come back on their own, in order."""
+    name_fabric_port_at_boot()
     subprocess.run(["docker", "restart", FOLLOWER], check=True, capture_output=True, timeout=300)
     start = time.monotonic()
     seconds = wait(lambda: serving(key) and ray_members_alive() == 2, limit, step=3)
@@ -474,6 +539,8 @@ def main(argv=None):
             seconds, what = fault_crash_loop(key, args.limit, problems)
         elif fault == "host-restart":
             seconds, what = fault_host_restart(key, args.limit, problems)
+        elif fault == "member-away":
+            seconds, what = fault_member_away(key, args.limit, problems)
         else:
             seconds, what = fault_rolling_update(problems)
         if seconds is None:
