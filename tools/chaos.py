@@ -24,7 +24,8 @@ Faults (``--faults`` picks; all by default, in this order):
 - ``member-away``: the follower's container stopped for longer than the head's start-limit
   window. A Spark's vLLM (ray executor) waits 1800 s for its placement group, then exits; the
   sim's mp executor has no such wait, so a runtime drop-in on the head (gone at the next boot)
-  scales it down: RuntimeMaxSec (the wait), StartLimitIntervalSec/StartLimitBurst (the window),
+  scales it down: RuntimeMaxSec (the wait; TimeoutStopSec 5 s, since a Spark's vLLM exits by itself
+  then), StartLimitIntervalSec/StartLimitBurst (the window),
   and one on the retry timer (vllm_service_retry_after_sec). The head must reach its start limit
   (failed), be started again by its OnFailure= timer while the member is away, without a restart
   storm, and serve again by itself once the member is back (the drop-ins removed first): timed
@@ -351,8 +352,10 @@ def fault_member_away(key, limit, problems):
     timer = timer[0]
     timer_dropin = "/run/systemd/system/%s.d/zz-chaos-member-away.conf" % timer
     name_fabric_port_at_boot()
+    # TimeoutStopSec: a Spark's vLLM exits by itself when it gives up; the sim's is stopped, and its mp
+    # executor's shutdown without the follower waits out the unit's stop timeout.
     sh(HEAD, "mkdir -p %s %s && printf '[Unit]\\nStartLimitIntervalSec=%d\\nStartLimitBurst=%d\\n[Service]\\n"
-             "RuntimeMaxSec=%d\\n' > %s && printf '[Timer]\\nOnActiveSec=\\nOnActiveSec=%d\\n' > %s && "
+             "RuntimeMaxSec=%d\\nTimeoutStopSec=5\\n' > %s && printf '[Timer]\\nOnActiveSec=\\nOnActiveSec=%d\\n' > %s && "
              "systemctl daemon-reload"
        % (os.path.dirname(AWAY_DROPIN), os.path.dirname(timer_dropin), AWAY_WINDOW, AWAY_BURST, AWAY_WAIT,
           AWAY_DROPIN, AWAY_RETRY, timer_dropin), check=True)
