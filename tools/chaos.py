@@ -17,8 +17,8 @@ Faults (``--faults`` picks; all by default, in this order):
   recovery is timed like the others.
 - ``host-restart``: ``docker restart`` of the follower's container (a reboot); recovered when
   a completion answers and both Ray members are alive, with the fabric address and MTU back,
-  the firewall table loaded, the firewall before the network and the Ray worker, and the
-  network before vLLM. A container gets docker's interface name at each start where a Spark's udev gives
+  the firewall table loaded, the firewall before the network and the Ray worker, the
+  network before vLLM, and the NVIDIA device-node unit before vLLM and the Ray worker. A container gets docker's interface name at each start where a Spark's udev gives
   the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
 - ``member-away``: the follower's container stopped for longer than the head's start-limit
@@ -68,6 +68,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "collections"))
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
 VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
 UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
 RAY_HEAD = fleet_default("ray_head_unit") + ".service"
@@ -114,7 +115,10 @@ ExecStart=/usr/local/sbin/sparkfleet-sim-fabric-name
 WantedBy=sysinit.target
 """
 # What must come before what when a host boots (the mp executor's vLLM needs the fabric, not Ray).
-BOOT_ORDER = ((FIREWALL, "network-online.target"), ("network-online.target", UNIT), (FIREWALL, RAY_WORKER))
+# The NVIDIA device nodes (rule nvidia_device_nodes) before both GPU units.
+DEVICES = rulebook.setting("nvidia_devices_unit") + ".service"
+BOOT_ORDER = ((FIREWALL, "network-online.target"), ("network-online.target", UNIT), (FIREWALL, RAY_WORKER),
+              (DEVICES, UNIT), (DEVICES, RAY_WORKER))
 RESULTS = os.path.join(REPO, "bench", "results.md")
 DEMO_INVENTORY = os.path.join(REPO, "inventories", "sim")
 # The fabric port's name on the simulated Sparks, as the sim inventory gives it to the roles.
