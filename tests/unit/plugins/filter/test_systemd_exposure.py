@@ -56,5 +56,5 @@ def test_refuses_other_text(text, match):
 
 
 def test_unknown_kind():
-    with pytest.raises(AnsibleFilterError, match="known kinds: ray, vllm"):
+    with pytest.raises(AnsibleFilterError, match="known kinds: ray, rsyncd, vllm"):
         systemd_exposure(recording("security-vllm-hardened.txt"), kind="nginx")
