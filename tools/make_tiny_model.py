@@ -45,8 +45,18 @@ One two three four five six seven eight nine ten eleven twelve thirteen.
 """
 
 
-def _stamp():
-    return hashlib.sha256(json.dumps(PARAMS, sort_keys=True).encode()).hexdigest()
+def _saved_with(cache):
+    """The wheelhouse's transformers and tokenizers pins: the files must be what the served
+    release's transformers reads (a tokenizer saved by transformers 5 does not load in 4.57)."""
+    try:
+        with open(os.path.join(cache, "wheelhouse", "constraints.txt")) as fh:
+            return sorted(line.strip() for line in fh if line.startswith(("transformers==", "tokenizers==")))
+    except OSError:
+        return []
+
+
+def _stamp(cache=CACHE):
+    return hashlib.sha256(json.dumps([PARAMS, _saved_with(cache)], sort_keys=True).encode()).hexdigest()
 
 
 def _bootstrap(args):
@@ -66,7 +76,7 @@ def _bootstrap(args):
     os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
 
 
-def make(out):
+def make(out, cache=CACHE):
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -107,7 +117,7 @@ def make(out):
     for name in os.listdir(out):  # readable by the unprivileged service user after copying
         os.chmod(os.path.join(out, name), 0o644)
     with open(os.path.join(out, ".stamp"), "w") as fh:
-        fh.write(_stamp())
+        fh.write(_stamp(cache))
     print("make_tiny_model: wrote %s (vocab %d)" % (out, len(fast)))
 
 
@@ -119,7 +129,7 @@ def main():
     out = args.out or os.path.join(args.cache, "models", "tiny-llama")
     try:
         with open(os.path.join(out, ".stamp")) as fh:
-            if fh.read().strip() == _stamp():
+            if fh.read().strip() == _stamp(args.cache):
                 print("make_tiny_model: up to date (%s)" % out)
                 return
     except OSError:
@@ -130,7 +140,7 @@ def main():
         import transformers  # noqa: F401
     except ImportError:
         _bootstrap(args)
-    make(out)
+    make(out, args.cache)
 
 
 if __name__ == "__main__":

