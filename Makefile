@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock)
 	@$(PYTHON) tools/contract_setup.py
 	@$(PYTHON) tools/platform_resolve.py
 
+release-facts: upstream ## Re-read what the pinned vLLM serves into plugins/module_utils/vllm_release.py (after a bump)
+	$(PYTHON) tools/vllm_release_facts.py
+
 contract-lock: ## Re-pin tools/contract.lock to the rule book's vllm_version and ray_version
 	$(PYTHON) tools/contract_setup.py --lock
 
@@ -52,12 +55,13 @@ lint: venv ## ansible-lint (production profile) and yamllint
 	ansible-lint --profile production
 	yamllint -s .
 
-unit: venv ## pytest unit tests of the modules, filters and rule book
+unit: venv upstream ## pytest unit tests of the modules, filters and rule book
 	pytest -q tests/unit
 
 contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
 	@$(PYTHON) tools/contract_setup.py --check
 	@$(PYTHON) tools/platform_resolve.py --check
+	@$(PYTHON) tools/vllm_release_facts.py --check
 	pytest -q tests/contract
 
 monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric names vs the probe and the pinned vLLM

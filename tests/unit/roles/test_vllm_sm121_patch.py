@@ -1,8 +1,9 @@
 """Unit tests for plugins/modules/vllm_sm121_patch.py (the CUTLASS FP8 fallback).
 
-The upstream case uses the real w8a8_utils.py of vLLM 0.19.0 when
-tools/wheelhouse.sh has extracted it into the cache; the synthetic cases cover
-the shapes other vLLM releases have (only some symbols, docstrings, none).
+The upstream case uses the real w8a8_utils.py of the vLLM release the rule book
+pins (vllm_version), which `make upstream` (tools/contract_setup.py) extracts from
+the locked wheel; it fails, never skips, when that file is missing. The synthetic
+cases cover the shapes other vLLM releases have (only some symbols, docstrings, none).
 """
 
 import ast
@@ -17,7 +18,11 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 MODULE_PATH = os.path.join(ROOT, "plugins", "modules", "vllm_sm121_patch.py")
 CACHE = os.environ.get("SPARKFLEET_CACHE", "/var/cache/sparkfleet")
-UPSTREAM_0190 = os.path.join(CACHE, "upstream", "vllm-0.19.0", "w8a8_utils.py")
+sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+import rulebook  # noqa: E402  pure Python, no Ansible imports
+
+VLLM_VERSION = rulebook.setting("vllm_version")
+UPSTREAM = os.path.join(CACHE, "upstream", "vllm-%s" % VLLM_VERSION, "w8a8_utils.py")
 
 
 def _load():
@@ -147,9 +152,10 @@ def test_inspect_reports_unpatched():
     assert patch.inspect(FULL) == {name: False for name in ALL4}
 
 
-@pytest.mark.skipif(not os.path.exists(UPSTREAM_0190), reason="run tools/wheelhouse.sh to extract vLLM 0.19.0's w8a8_utils.py")
-def test_upstream_vllm_0190():
-    with open(UPSTREAM_0190) as fh:
+def test_upstream_release():
+    if not os.path.exists(UPSTREAM):
+        pytest.fail("%s is missing: run `make upstream` to extract vLLM %s's w8a8_utils.py" % (UPSTREAM, VLLM_VERSION))
+    with open(UPSTREAM) as fh:
         source = fh.read()
     assert patch.inspect(source) == {name: False for name in ALL4}
     new, patched = patch.patch_source(source)

@@ -1,4 +1,6 @@
 # -*- coding: utf-8 -*-
+import re
+
 import pytest
 
 from ansible.errors import AnsibleError
@@ -16,11 +18,7 @@ ROLE_KEYS = {
     "fabric_mtu": 9000,
     "jumbo_ping_payload": 8972,
     "gpu_memory_utilization_ceiling": 0.90,
-    "vllm_version": "0.19.0",
-    "triton_version": "3.6.0",
-    "transformers_version": "4.57.6",
     "python_version": "3.12",
-    "ray_version": "2.60.0",
     "ray_memory_monitor_refresh_ms": 0,
     "ray_memory_usage_threshold": 1.0,
     "nccl_bus_bandwidth_floor_gbps": 15.0,
@@ -28,6 +26,11 @@ ROLE_KEYS = {
     "reasoning_min_max_tokens": 512,
     "vllm_start_timeout_sec": 1800,
 }
+
+
+# The release pins: their values live in the rule book alone (a bump touches it, the lock and
+# generated files), so the lookup is checked to hand them through unchanged.
+PIN_KEYS = ("vllm_version", "triton_version", "transformers_version", "ray_version", "torch_version")
 
 
 @pytest.fixture
@@ -38,6 +41,13 @@ def lookup():
 @pytest.mark.parametrize("key", sorted(ROLE_KEYS))
 def test_role_keys(lookup, key):
     assert lookup.run([key]) == [ROLE_KEYS[key]]
+
+
+@pytest.mark.parametrize("key", PIN_KEYS)
+def test_pins_come_from_the_rulebook(lookup, key):
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+    value = lookup.run([key])[0]
+    assert value == rulebook.setting(key) and re.match(r"^\d+\.\d+(\.\d+)?$", value)
 
 
 def test_cutlass_patch(lookup):

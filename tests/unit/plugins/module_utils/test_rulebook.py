@@ -43,10 +43,10 @@ EXPECTED = {
     "host_networking": {"container_network_mode": "host"},
     "triton_ptxas": {"triton_ptxas_source": "/usr/local/cuda/bin/ptxas",
                      "triton_ptxas_link": "triton/backends/nvidia/bin/ptxas"},
-    "version_pins": {"vllm_version": "0.19.0", "triton_version": "3.6.0", "transformers_version": "4.57.6",
-                     "python_version": "3.12", "ray_version": "2.60.0"},
-    "torch_cuda_build": {"torch_version": "2.10.0", "torch_cuda_build": "cu129",
-                         "torch_index_url": "https://download.pytorch.org/whl/cu129"},
+    # The release pins themselves are checked against the contract lock (test_pins_match_the_lock), and
+    # against what the pinned wheel requires by tests/contract: a bump touches the rule book alone.
+    "version_pins": {"python_version": "3.12"},
+    "torch_cuda_build": {"torch_cuda_build": "cu129", "torch_index_url": "https://download.pytorch.org/whl/cu129"},
     "cutlass_fp8_patch": {},
     "nccl_preload": {"nccl_preload_env": "LD_PRELOAD"},
     "nvidia_device_nodes": {"nvidia_devices_unit": "sparkfleet-nvidia-devices"},
@@ -178,3 +178,11 @@ def test_render_rules_cli_check(tmp_path):
     assert subprocess.call([sys.executable, tool, str(doc)], stdout=subprocess.DEVNULL) == 0
     assert subprocess.call([sys.executable, tool, "--check", str(doc)]) == 0
     assert subprocess.call([sys.executable, tool, "--check", os.path.join(REPO, "docs", "rules.md")]) == 0
+
+
+def test_pins_match_the_lock():
+    """The vLLM and Ray the rule book pins are the wheels tools/contract.lock holds hashes of."""
+    lock = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "tools", "contract.lock")
+    with open(lock) as handle:
+        pinned = dict(line.split()[0].split("==") for line in handle if line.strip() and not line.startswith("#"))
+    assert pinned == {"vllm": rulebook.setting("vllm_version"), "ray": rulebook.setting("ray_version")}
