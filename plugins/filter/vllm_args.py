@@ -64,7 +64,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check)
+    CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check, moe_backend,
+    release_problems)
 
 # Flags this filter sets from entry keys: extra_args may not repeat them.
 MANAGED_FLAGS = {
@@ -234,6 +235,10 @@ def check_entry(model_entry, gb10_facts, cluster):
         spec_json = json.dumps(body, separators=(",", ":"))
 
     problems.extend(_extra_args_problems(entry["extra_args"]))
+    if not bad & {"checkpoint_format", "model", "quantization", "speculative", "architecture", "model_type"} \
+            and not any(str(p.key).startswith(("quantization", "checkpoint_format")) for p in problems):
+        config = ((gb10_facts or {}).get("model_configs") or {}).get(entry["name"])
+        problems.extend(release_problems(entry, quant, config))
     if problems or cluster_problems:
         return None, problems, cluster_problems
 
@@ -262,7 +267,7 @@ def check_entry(model_entry, gb10_facts, cluster):
         argv.append("--enable-expert-parallel")
     opt("--attention-backend", rulebook.setting("vllm_attention_backend"))
     if entry["moe"]:
-        opt("--moe-backend", rulebook.setting("vllm_moe_backend"))
+        opt("--moe-backend", moe_backend(quant)[0])
     opt("--quantization", quant)
     opt("--kv-cache-dtype", entry["kv_cache_dtype"])
     if entry["trust_remote_code"]:

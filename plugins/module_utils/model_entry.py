@@ -15,6 +15,7 @@ import difflib
 import re
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release
 
 CHECKPOINT_FORMATS = sorted(rulebook.setting("quantization_by_checkpoint_format"))
 
@@ -34,7 +35,14 @@ MODEL_ENTRY_SPEC = {
                           "description": "Weight format on disk; picks the quantization loader (rule quantization_loader)."},
     "quantization": {"type": "str", "description": "Only to quantize a bf16 checkpoint at load time (fp8); otherwise "
                                                    "it must equal the loader the rule book picks."},
-    "moe": {"type": "bool", "default": False, "description": "Mixture-of-experts model: adds --moe-backend marlin."},
+    "moe": {"type": "bool", "default": False, "description": "Mixture-of-experts model: adds --moe-backend (marlin for "
+                                                             "quantized weights, triton for BF16; rule moe_backend)."},
+    "architecture": {"type": "str", "description": "The checkpoint's architecture (config.json 'architectures', e.g. "
+                                                   "Qwen3MoeForCausalLM); preflight checks the pinned vLLM implements "
+                                                   "it. Read from config.json instead where the host has the checkpoint."},
+    "model_type": {"type": "str", "description": "The checkpoint's model type (config.json 'model_type', e.g. "
+                                                 "qwen3_moe); preflight checks the pinned vLLM or its transformers "
+                                                 "parses it. Read from config.json instead where the host has it."},
     "mamba": {"type": "bool", "default": False, "description": "Has Mamba/SSM (hybrid) layers: prefix caching needs the block-size rule."},
     "reasoning": {"type": "bool", "default": False, "description": "Reasoning model (clients need max_tokens >= 512)."},
     "reasoning_parser": {"type": "str", "description": "--reasoning-parser (e.g. qwen3)."},
@@ -320,3 +328,73 @@ def api_key_optout(entry):
         return None
     reason = entry.get("api_key_optout_reason")
     return reason.strip() if isinstance(reason, str) and reason.strip() else None
+
+
+def moe_backend(loader):
+    """The --moe-backend of a MoE entry whose --quantization is ``loader`` (None: BF16 weights), and the
+    weight kind whose backend table in vLLM reads it (None where the loader never reads the flag)."""
+    kernel = rulebook.setting("moe_kernel_by_loader").get(loader or "none")
+    return rulebook.setting("vllm_moe_backend_by_kernel").get(kernel, rulebook.setting("vllm_moe_backend")), kernel
+
+
+RELEASE_FIX = ("serve another checkpoint of this model that vLLM %s serves, or pin a release that serves it "
+               "(rule version_pins: vllm_version, then make contract-lock release-facts)" % vllm_release.VLLM_VERSION)
+
+
+def release_problems(entry, loader, config=None):
+    """What the pinned vLLM release would refuse of a normalized entry, judged with the facts read from
+    that release (plugins/module_utils/vllm_release.py). ``config``: what the host's copy of the
+    checkpoint's config.json says (``architectures``, ``model_type``, ``remote_config``), which wins over
+    the entry's declared ``architecture`` and ``model_type``; unknown facts are not judged."""
+    release = "vLLM %s" % vllm_release.VLLM_VERSION
+    config = config or {}
+    problems = []
+    archs = config.get("architectures") or ([entry["architecture"]] if entry.get("architecture") else [])
+    arch_key = "architecture" if not config.get("architectures") else "config.json architectures"
+    model_type = config.get("model_type") or entry.get("model_type")
+    type_key = "model_type" if not config.get("model_type") else "config.json model_type"
+    if archs and archs[0] not in vllm_release.GENERATIVE_ARCHITECTURES:
+        pooling = archs[0] in vllm_release.OTHER_ARCHITECTURES
+        problems.append(Problem(arch_key, archs[0], "%s %s" % (
+            release, "runs it only as a pooling or drafter model, not for generation" if pooling
+            else "has no implementation of this architecture (its model registry)"), RELEASE_FIX))
+    parsed = set(vllm_release.VLLM_CONFIG_MODEL_TYPES) | set(vllm_release.TRANSFORMERS_MODEL_TYPES)
+    remote = bool(config.get("remote_config")) and entry.get("trust_remote_code")
+    if model_type and model_type not in parsed and not remote:
+        problems.append(Problem(type_key, model_type, "neither %s's config registry nor transformers %s (the one "
+                                "it runs with) parses this model type: the service would fail to read the "
+                                "checkpoint's config" % (release, vllm_release.TRANSFORMERS_VERSION), RELEASE_FIX))
+    spec = entry.get("speculative")
+    if spec and isinstance(spec, dict) and spec.get("method", rulebook.setting("speculative_method")) == "mtp" \
+            and not spec.get("model") and (model_type or archs) and not problems:
+        if model_type not in vllm_release.MTP_TARGET_MODEL_TYPES and \
+                not (archs and archs[0] in vllm_release.MTP_TARGET_ARCHITECTURES):
+            problems.append(Problem("speculative.method", "mtp", "%s has no MTP drafter for %s: its own layers "
+                                    "draft only for model types %s" % (
+                                        release, model_type or archs[0],
+                                        ", ".join(vllm_release.MTP_TARGET_MODEL_TYPES)),
+                                    "give a matched drafter in speculative.model, or drop 'speculative'"))
+    if entry.get("moe"):
+        backend, kernel = moe_backend(loader)
+        accepted = vllm_release.MOE_BACKENDS_BY_KIND.get(kernel) if kernel else None
+        if accepted is not None and backend not in accepted:
+            problems.append(Problem("moe", True, "--moe-backend %s for %s MoE weights: %s accepts only %s there "
+                                    "(ValueError at model build)" % (backend, kernel, release, ", ".join(accepted)),
+                                    "the rule book's moe_backend must pick an accepted backend for %s weights "
+                                    "(vllm_moe_backend_by_kernel)" % kernel))
+    return problems
+
+
+def checkpoint_dirs(models, store_dir):
+    """{entry name: directory} of the checkpoints a host serves from its own disk: an entry's absolute
+    ``model`` path, or the model store's copy (``<store_dir>/<name>``) of an entry with a ``source``.
+    Preflight reads each directory's config.json (gb10_facts model_dirs) where it exists."""
+    out = {}
+    for entry in models if isinstance(models, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        if entry.get("source") and store_dir:
+            out[entry["name"]] = "%s/%s" % (str(store_dir).rstrip("/"), entry["name"])
+        elif isinstance(entry.get("model"), str) and entry["model"].startswith("/"):
+            out[entry["name"]] = entry["model"]
+    return out

@@ -123,14 +123,29 @@ RULES = (
     ),
     Rule(
         "moe_backend",
-        "MoE kernels: Marlin, never CUTLASS FP4",
+        "MoE kernels: Marlin for quantized weights, Triton for BF16; never CUTLASS or FlashInfer",
         {
             "vllm_moe_backend": "marlin",
             "vllm_forbidden_moe_backends": ["cutlass", "flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cutedsl"],
+            # The weight kind whose MoE backend table (vLLM's fused_moe oracle) reads --moe-backend, by
+            # the --quantization loader ("none": no loader, BF16 weights). gptq_marlin and awq_marlin run
+            # their own Marlin MoE method and never read the flag.
+            "moe_kernel_by_loader": {"none": "unquantized", "fp8": "fp8", "compressed-tensors": "nvfp4",
+                                     "mxfp4": "mxfp4", "gptq_marlin": None, "awq_marlin": None},
+            # Where a weight kind takes another backend than vllm_moe_backend.
+            "vllm_moe_backend_by_kernel": {"unquantized": "triton"},
         },
         "CUTLASS FP4 MoE is broken on SM121 and silently produces garbage; Marlin is stable "
-        "and fast for GPTQ-Int4, mxfp4 and NVFP4 weights.",
+        "and fast for GPTQ-Int4, mxfp4, FP8 and NVFP4 weights. Marlin is a kernel for quantized "
+        "weights: for unquantized (BF16) experts vLLM 0.19.0 accepts only triton, flashinfer_trtllm, "
+        "flashinfer_cutlass and aiter and raises ValueError at model build for marlin; FlashInfer "
+        "is forbidden here and aiter is ROCm's, so BF16 MoE runs Triton's fused MoE.",
         (S003, S000),
+        decision="003 says --moe-backend=marlin for MoE models; its models were quantized (GPTQ, "
+        "mxfp4, NVFP4, FP8). 000 lists Qwen3-30B-A3B in BF16 as a working single-Spark option, which "
+        "the pinned release refuses with marlin (fused_moe/oracle/unquantized.py), so BF16 experts "
+        "take triton. The accepted backends per weight kind are read from the release "
+        "(plugins/module_utils/vllm_release.py) and checked by preflight.",
     ),
     Rule(
         "flashinfer_moe_fp4_off",

@@ -87,6 +87,12 @@ options:
     type: list
     elements: path
     default: []
+  model_dirs:
+    description:
+      - Model entry name to the checkpoint directory this host serves it from; the C(config.json) of each
+        that exists is read into C(model_configs), which preflight judges against what the pinned vLLM serves.
+    type: dict
+    default: {}
   netdev_pattern:
     description: Regular expression matching the QSFP netdev names (both halves of both ports).
     type: str
@@ -128,6 +134,13 @@ ansible_facts:
             (C("12.1")) and C(sm) (C("121")) of the first, C(is_gb10).
           type: dict
           sample: {"count": 1, "name": "NVIDIA GB10", "compute_capability": "12.1", "sm": "121", "is_gb10": true}
+        model_configs:
+          description: Per model entry name whose C(model_dirs) directory has a readable C(config.json), its
+            C(architectures), C(model_type) and C(remote_config) (true when an C(auto_map) names C(AutoConfig),
+            that is the checkpoint ships its own config code).
+          type: dict
+          sample: {"qwen3-30b": {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+                   "remote_config": false}}
         driver:
           description:
             - C(nvidia_smi_version) (user space, also read from NVML's mismatch message), C(kernel_module_version)
@@ -607,6 +620,25 @@ def gather_gpu_and_driver(smi_path, proc_version_path, run, missing):
     return gpu, driver, cuda_version, smi_memory
 
 
+def read_model_configs(model_dirs):
+    """{entry name: {architectures, model_type, remote_config}} of each directory whose config.json reads."""
+    out = {}
+    for name, directory in sorted((model_dirs or {}).items()):
+        text, _reason = read_text(os.path.join(str(directory), "config.json"))
+        try:
+            config = json.loads(text) if text else None
+        except ValueError:
+            config = None
+        if not isinstance(config, dict):
+            continue
+        archs = config.get("architectures")
+        auto_map = config.get("auto_map")
+        out[name] = {"architectures": [str(a) for a in archs] if isinstance(archs, list) else [],
+                     "model_type": str(config.get("model_type") or "") or None,
+                     "remote_config": isinstance(auto_map, dict) and "AutoConfig" in auto_map}
+    return out
+
+
 def gather(params, run, which):
     """Collect the gb10 facts. ``run(argv) -> (rc, out, err)``; ``which(name) -> path or None``."""
     missing = []
@@ -678,6 +710,7 @@ def gather(params, run, which):
                           "settings": settings, "lines": lines}
 
     facts["nccl_libraries"] = inspect_nccl(params["nccl_library_paths"], which(params["cuobjdump"]), run)
+    facts["model_configs"] = read_model_configs(params["model_dirs"])
     facts["cpu_count"] = cpu_count()
     facts["packages"], facts["packages_held"] = gather_packages(which(params["dpkg_query"]), run, missing)
     facts["missing"] = missing
@@ -698,6 +731,7 @@ def main():
             ip_command=dict(type="str", default="ip"),
             dpkg_query=dict(type="str", default="dpkg-query"),
             nccl_library_paths=dict(type="list", elements="path", default=[]),
+            model_dirs=dict(type="dict", default={}),
             netdev_pattern=dict(type="str", default=rulebook.setting("qsfp_netdev_pattern")),
         ),
         supports_check_mode=True,

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 import checker  # noqa: E402
 import collect  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release  # noqa: E402
 
 CACHE = os.environ.get("SPARKFLEET_CACHE") or "/var/cache/sparkfleet"
 VENV_PYTHON = os.path.join(CACHE, "contract-venv", "bin", "python")
@@ -74,6 +75,23 @@ def _nccl_names():
     return names
 
 
+def _flag(argv, flag):
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def moe_checks(groups):
+    """(weight kind, --moe-backend) of every rendered argv that sets a MoE backend: the kind is the
+    MoE oracle the argv's --quantization takes (rule moe_backend's moe_kernel_by_loader); loaders
+    with their own Marlin MoE method (gptq_marlin, awq_marlin) never read the flag."""
+    kinds = rulebook.setting("moe_kernel_by_loader")
+    for group in groups:
+        for item in group:
+            backend = _flag(item["argv"], "--moe-backend")
+            kind = kinds.get(_flag(item["argv"], "--quantization") or "none")
+            if backend and kind:
+                yield kind, backend
+
+
 @pytest.fixture(scope="session")
 def contract():
     """Everything collected and the releases' answer, computed once."""
@@ -97,7 +115,9 @@ def contract():
     groups = {"inventories": items["vllm"], "seeds": seeds, "generated": generated, "known-bad": [
         {"argv": a, "origin": "known-bad"} for a in KNOWN_BAD_VLLM]}
     vllm_argvs = [i["argv"] for g in groups.values() for i in g]
-    request = {"vllm_argvs": vllm_argvs, "ray_argvs": [i["argv"] for i in items["ray"]] + KNOWN_BAD_RAY}
+    request = {"vllm_argvs": vllm_argvs, "ray_argvs": [i["argv"] for i in items["ray"]] + KNOWN_BAD_RAY,
+               "moe_checks": sorted(set(moe_checks([g for n, g in groups.items() if n != "known-bad"]))),
+               "mtp_targets": list(vllm_release.MTP_TARGET_MODEL_TYPES)}
     out, err = probe.communicate(json.dumps(request))
     if probe.returncode != 0:
         pytest.fail("the upstream probe failed in %s:\n%s" % (VENV_PYTHON, err[-4000:]))
@@ -209,3 +229,43 @@ def test_the_rule_books_vllm_names_are_the_releases(contract):
                     where, value, rulebook.SETTING_OWNER[key], key, VLLM, where, ", ".join(vocabulary[where])))
     _report(messages, "rule book value(s) the pinned vLLM does not know")
 
+
+
+def test_every_moe_backend_is_one_its_weights_take(contract):
+    """Past parsing: the MoE backend each argv renders, through the release's own mapping for the
+    argv's weight kind (what raises ValueError at model build, after the parser accepted it)."""
+    verdicts = contract["answer"]["moe"]
+    assert {v["kind"] for v in verdicts} >= {"unquantized", "nvfp4", "mxfp4"}, verdicts
+    _report(["--moe-backend %s for %s weights: %s" % (v["backend"], v["kind"], v["error"])
+             for v in verdicts if not v["ok"]], "MoE backend(s) the pinned vLLM refuses at model build")
+
+
+def test_the_release_refuses_marlin_for_bf16_experts(contract):
+    """The check above can fail: the probe is asked what the release does with marlin for unquantized experts."""
+    probe = subprocess.run([VENV_PYTHON, os.path.join(HERE, "upstream_probe.py"), "--release"], input=json.dumps(
+        {"moe_checks": [["unquantized", "marlin"], ["nvfp4", "marlin"]]}), capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    verdicts = json.loads(probe.stdout)["moe"]
+    assert [v["ok"] for v in verdicts] == [False, True], verdicts
+    assert "not supported for unquantized MoE" in verdicts[0]["error"]
+
+
+def test_release_facts_file_is_the_pinned_releases():
+    """plugins/module_utils/vllm_release.py is what tools/vllm_release_facts.py reads from the pinned wheel now."""
+    check = subprocess.run([sys.executable, os.path.join(TOP, "tools", "vllm_release_facts.py"), "--check"],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert vllm_release.VLLM_VERSION == rulebook.setting("vllm_version")
+    assert vllm_release.TRANSFORMERS_VERSION == rulebook.setting("transformers_version")
+
+
+def test_release_facts_agree_with_the_release_at_run_time(contract):
+    """The facts read from the files without importing them are what the imported release says."""
+    real = contract["answer"]["release_facts"]
+    missing = sorted(set(vllm_release.GENERATIVE_ARCHITECTURES) - set(real["supported_archs"]))
+    assert not missing, "registry architectures the release does not list: %s" % missing
+    assert list(vllm_release.VLLM_CONFIG_MODEL_TYPES) == real["vllm_config_model_types"]
+    assert list(vllm_release.TRANSFORMERS_MODEL_TYPES) == real["transformers_model_types"]
+    wrong = dict((t, c) for t, c in real["mtp_converted"].items()
+                 if c not in vllm_release.MTP_MODEL_TYPES and not str(c).endswith("_mtp"))
+    assert not wrong, "MTP targets hf_config_override does not turn into an MTP drafter: %s" % wrong

@@ -3,13 +3,17 @@
 
     upstream_probe.py --smoke          build both parsers, print the versions (setup's check)
     upstream_probe.py < request.json   answer a request of the contract test (JSON on stdout)
+    upstream_probe.py --release < req  only the MoE verdicts and the release facts (no parser, no stand-in)
 
-Request: {"vllm_argvs": [[...], ...], "ray_argvs": [[...], ...]}; each argv as the
-collection renders it (starting with .../vllm serve or .../ray start).
+Request: {"vllm_argvs": [[...], ...], "ray_argvs": [[...], ...], "moe_checks": [[kind, backend], ...],
+"mtp_targets": [model_type, ...]}; each argv as the collection renders it (starting with
+.../vllm serve or .../ray start); each MoE check a weight kind and the --moe-backend rendered for it.
 Answer:  versions; per vllm argv the real `vllm serve` parser's verdict and the
 JSON options checked against their config classes; per ray argv the verdict
 of Ray's click command `ray start`; the names vllm/envs.py reads; the RAY_*
-names in Ray's Python sources and compiled into _raylet.so.
+names in Ray's Python sources and compiled into _raylet.so; per MoE check the verdict
+of the release's own backend mapping for that weight kind (past parsing: what model
+build raises); and the release's registry, config model types and MTP conversions.
 
 Values: argparse checks choices and types; a value the parser takes as a string
 (--attention-backend) is then put through its config class's own field
@@ -258,12 +262,74 @@ def vllm_vocabulary(parser):
     }
 
 
+def moe_verdicts(checks):
+    """Each [weight kind, --moe-backend] through the release's own mapping of that kind's MoE oracle
+    (fused_moe/oracle/<kind>.py map_<kind>_backend), which raises ValueError at model build."""
+    import importlib
+    out = []
+    for kind, backend in checks:
+        module = importlib.import_module("vllm.model_executor.layers.fused_moe.oracle.%s" % kind)
+        try:
+            getattr(module, "map_%s_backend" % kind)(backend)
+        except ValueError as exc:
+            out.append({"kind": kind, "backend": backend, "ok": False, "error": str(exc)})
+            continue
+        out.append({"kind": kind, "backend": backend, "ok": True, "error": None})
+    return out
+
+
+def release_facts(mtp_targets):
+    """What the release says at run time, to hold the generated plugins/module_utils/vllm_release.py
+    (read from the same files without importing them) against: its registry, the model types its
+    configs and its transformers parse, and what hf_config_override makes of each MTP target."""
+    from transformers import PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from vllm.config import SpeculativeConfig
+    from vllm.model_executor.models.registry import ModelRegistry
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    converted = {}
+    for model_type in mtp_targets:
+        cfg = PretrainedConfig(architectures=["Probe"], num_nextn_predict_layers=1)
+        cfg.model_type = model_type
+        try:
+            converted[model_type] = SpeculativeConfig.hf_config_override(cfg).model_type
+        except Exception as exc:  # noqa: BLE001 - reported, judged by the test
+            converted[model_type] = "error: %s" % exc
+    return {
+        "supported_archs": sorted(ModelRegistry.get_supported_archs()),
+        "vllm_config_model_types": sorted(_CONFIG_REGISTRY),
+        "transformers_model_types": sorted(CONFIG_MAPPING_NAMES),
+        "mtp_converted": converted,
+    }
+
+
 def vllm_env_names():
     import vllm.envs as envs
     return sorted(envs.environment_variables)
 
 
+def release_answer(request):
+    """The MoE verdicts and the release facts, from a fresh interpreter of this venv: the parser's CUDA
+    stand-in must not be the platform there (vLLM's quantization modules ask the platform for CUTLASS
+    kernels at import), so vLLM resolves its own platform, as on any machine without a GPU."""
+    import subprocess
+    run = subprocess.run([sys.executable, os.path.abspath(__file__), "--release"], input=json.dumps(request),
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit("upstream_probe --release failed:\n%s" % run.stderr[-4000:])
+    return json.loads(run.stdout)
+
+
 def main():
+    if "--release" in sys.argv:
+        request = json.load(sys.stdin)
+        answer_fd = os.dup(1)
+        os.dup2(2, 1)  # vLLM logs to stdout: only the answer goes there
+        answer = {"moe": moe_verdicts(request.get("moe_checks", [])),
+                  "release_facts": release_facts(request.get("mtp_targets", []))}
+        with os.fdopen(answer_fd, "w") as out:
+            json.dump(answer, out)
+        return 0
     if "--smoke" in sys.argv:
         parser = vllm_parser()
         start = ray_start()
@@ -292,6 +358,8 @@ def main():
         "vllm": [vllm_verdict(parser, argv, fields) for argv in request.get("vllm_argvs", [])],
         "ray": [ray_verdict(start, argv) for argv in request.get("ray_argvs", [])],
     }
+    answer.update(release_answer({"moe_checks": request.get("moe_checks", []),
+                                  "mtp_targets": request.get("mtp_targets", [])}))
     json.dump(answer, sys.stdout)
     return 0
 

@@ -18,6 +18,7 @@ def params_for(root, **over):
         "cuobjdump": os.path.join(root, "bin/cuobjdump"),
         "ip_command": os.path.join(root, "bin/ip"),
         "nccl_library_paths": [],
+        "model_dirs": {},
         # The trees record no packages: an empty list (true prints nothing).
         "dpkg_query": "true",
         "netdev_pattern": r"^enP?\d*p\d+s0f[01]np[01]$",

@@ -184,3 +184,73 @@ def test_rulebook_values_are_used(monkeypatch):
     # the filter reads the rule book, it does not repeat it
     monkeypatch.setitem(rulebook.SETTINGS, "vllm_attention_backend", "SOMETHING_ELSE")
     assert parse_argv(run(base()))[1]["--attention-backend"] == "SOMETHING_ELSE"
+
+
+# --- what the pinned release serves (plugins/module_utils/vllm_release.py) ---
+
+def test_bf16_moe_takes_triton_quantized_moe_takes_marlin():
+    """vLLM 0.19.0 raises ValueError at model build for marlin on unquantized experts (seed 000's
+    Qwen3-30B-A3B BF16); quantized experts keep Marlin (rule moe_backend)."""
+    bf16 = parse_argv(run(base(model="Qwen/Qwen3-30B-A3B", checkpoint_format="bf16")))[1]
+    assert bf16["--moe-backend"] == "triton" and "--quantization" not in bf16
+    runtime_fp8 = parse_argv(run(base(model="Qwen/Qwen3-30B-A3B", checkpoint_format="bf16", quantization="fp8")))[1]
+    assert runtime_fp8["--moe-backend"] == "marlin"
+    for fmt in ("fp8", "nvfp4", "gptq", "awq"):
+        assert parse_argv(run(base(checkpoint_format=fmt)))[1]["--moe-backend"] == "marlin", fmt
+    assert "--moe-backend" not in parse_argv(run(base(moe=False, checkpoint_format="bf16")))[1]
+
+
+def test_a_moe_backend_the_release_refuses_is_refused(monkeypatch):
+    """Were the rule book to pick marlin for BF16 experts again, the release's own table refuses it."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release
+    settings = dict(rulebook.SETTINGS, vllm_moe_backend_by_kernel={})
+    monkeypatch.setattr(rulebook, "SETTINGS", settings)
+    with pytest.raises(AnsibleFilterError) as err:
+        run(base(model="Qwen/Qwen3-30B-A3B", checkpoint_format="bf16"))
+    text = str(err.value)
+    assert "--moe-backend marlin for unquantized MoE weights" in text
+    assert "vLLM %s accepts only triton" % vllm_release.VLLM_VERSION in text
+
+
+def test_gemma4_is_refused_with_the_release_named():
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release
+    gemma4 = base(name="gemma4-26b", model="google/gemma-4-26B-A4B-it", checkpoint_format="bf16", quantization="fp8",
+                  architecture="Gemma4ForConditionalGeneration", model_type="gemma4",
+                  speculative={"method": "mtp", "model": "google/gemma-4-26B-A4B-it-assistant",
+                               "num_speculative_tokens": 4})
+    with pytest.raises(AnsibleFilterError) as err:
+        run(gemma4, host="spark-2")
+    text = str(err.value)
+    assert "host spark-2, model gemma4-26b: key 'model_type' is 'gemma4'" in text
+    assert "vLLM %s" % vllm_release.VLLM_VERSION in text and "transformers %s" % vllm_release.TRANSFORMERS_VERSION in text
+    assert "pin a release that serves it" in text
+
+
+def test_config_json_on_the_host_wins_over_the_declaration():
+    """Where the host has the checkpoint, what its config.json says is judged, not what the entry declares."""
+    entry = base(name="q", model="/var/lib/sparkfleet/models/q", architecture="Qwen3MoeForCausalLM",
+                 model_type="qwen3_moe")
+    facts = dict(NOMINAL, model_configs={"q": {"architectures": ["Gemma4ForConditionalGeneration"],
+                                               "model_type": "gemma4", "remote_config": False}})
+    with pytest.raises(AnsibleFilterError, match="config.json model_type' is 'gemma4'"):
+        run(entry, facts=facts)
+    # A config the model ships code for is read with trust_remote_code.
+    facts["model_configs"]["q"]["remote_config"] = True
+    assert run(dict(entry, trust_remote_code=True), facts=facts)
+
+
+@pytest.mark.parametrize("entry, key", [
+    (base(architecture="BertModel"), "architecture"),
+    (base(model_type="no_such_type"), "model_type"),
+    (base(model_type="qwen3_moe", speculative={"method": "mtp", "num_speculative_tokens": 2}), "speculative.method"),
+])
+def test_each_release_check_can_fail(entry, key):
+    with pytest.raises(AnsibleFilterError, match="key '%s'" % key):
+        run(entry)
+
+
+def test_mtp_on_a_model_with_mtp_layers_passes():
+    entry = base(model="RedHatAI/Qwen3.6-35B-A3B-NVFP4", checkpoint_format="nvfp4",
+                 architecture="Qwen3_5MoeForConditionalGeneration", model_type="qwen3_5_moe",
+                 speculative={"method": "mtp", "num_speculative_tokens": 2})
+    assert "--speculative-config" in run(entry)

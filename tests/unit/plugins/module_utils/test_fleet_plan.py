@@ -61,7 +61,7 @@ EXPECTED = {
     "inventories/dual-independent": {
         "models": [], "ray": {},
         "services": {"spark-1": [("qwen36-35b", "sparkfleet-vllm-qwen36-35b", 8001, 0, "head")],
-                     "spark-2": [("gemma4-26b", "sparkfleet-vllm-gemma4-26b", 8001, 0, "head")]},
+                     "spark-2": [("qwen3-30b", "sparkfleet-vllm-qwen3-30b", 8001, 0, "head")]},
     },
     "inventories/single-spark": {
         "models": [], "ray": {},
@@ -90,14 +90,14 @@ EXPECTED = {
                      "spark-3": [("llama-405b", "sparkfleet-vllm-llama-405b", 8000, 0, "head")],
                      "spark-4": [], "spark-5": [], "spark-6": [],
                      "spark-7": [("qwen3-30b", "sparkfleet-vllm-qwen3-30b", 8000, 0, "head")],
-                     "spark-8": [("gemma4-12b", "sparkfleet-vllm-gemma4-12b", 8000, 0, "head"),
+                     "spark-8": [("gemma3-12b", "sparkfleet-vllm-gemma3-12b", 8000, 0, "head"),
                                  ("nemotron-9b", "sparkfleet-vllm-nemotron-9b", 8001, 0, "head")]},
     },
     "tests/preflight/valid/host_vars_only": {
         "models": [("gpt-oss-120b", ["spark-1", "spark-2"], "mp", "192.168.100.10", 29501, 8000)], "ray": {},
         "services": {"spark-1": [("gpt-oss-120b", "sparkfleet-vllm-gpt-oss-120b", 8000, 0, "head")],
                      "spark-2": [("gpt-oss-120b", "sparkfleet-vllm-gpt-oss-120b", 8000, 1, "follower")],
-                     "spark-3": [("gemma4-12b", "sparkfleet-vllm-gemma4-12b", 8000, 0, "head"),
+                     "spark-3": [("gemma3-12b", "sparkfleet-vllm-gemma3-12b", 8000, 0, "head"),
                                  ("nemotron-9b", "sparkfleet-vllm-nemotron-9b", 8001, 0, "head")],
                      "spark-4": [("qwen3-8b", "sparkfleet-vllm-qwen3-8b", 8080, 0, "head")]},
     },

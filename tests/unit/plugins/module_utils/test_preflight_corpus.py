@@ -169,6 +169,9 @@ WRONG_VALUE = {
     "num_kv_heads": (0, "num_kv_heads", {}),
     "head_dim": (0, "head_dim", {}),
     "overhead_gib": (-3.0, "overhead_gib", {}),
+    # Read against what the pinned vLLM serves (plugins/module_utils/vllm_release.py).
+    "architecture": ("Gemma4ForConditionalGenerationX", "architecture", {}),
+    "model_type": ("gemma4", "model_type", {}),
 }
 # Keys where every value of the right type is acceptable: only their type can be wrong.
 ANY_VALUE = {

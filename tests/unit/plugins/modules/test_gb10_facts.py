@@ -176,7 +176,7 @@ def test_every_variant_gathers_without_error(variant):
     facts = facts_of(variant)
     json.dumps(facts)  # what the module returns must serialise
     assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
-                          "nccl_libraries", "management", "cpu_count", "packages", "packages_held", "missing"}
+                          "nccl_libraries", "management", "cpu_count", "packages", "packages_held", "missing", "model_configs"}
     assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
     assert facts["memory"]["unified"] is True
     assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
@@ -374,3 +374,27 @@ def test_cuda_total_comes_from_the_gpu_gates_record(tmp_path):
     assert facts["memory"]["mem_total_bytes"] > 62000000000
     record.write_text("not json")
     assert facts_of("nominal", gpu_gate_file=str(record))["memory"]["cuda_total_bytes"] is None
+
+
+def test_model_configs_read_from_each_checkpoint_dir(tmp_path):
+    """config.json of each directory given: architectures, model_type and whether it ships config code."""
+    plain, remote, broken = tmp_path / "plain", tmp_path / "remote", tmp_path / "broken"
+    for d in (plain, remote, broken):
+        d.mkdir()
+    (plain / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    (remote / "config.json").write_text(json.dumps({"architectures": ["XForCausalLM"], "model_type": "x",
+                                                    "auto_map": {"AutoConfig": "configuration_x.XConfig"}}))
+    (broken / "config.json").write_text("{not json")
+    got = m.read_model_configs({"a": str(plain), "b": str(remote), "c": str(broken), "d": str(tmp_path / "none")})
+    assert got == {"a": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "remote_config": False},
+                   "b": {"architectures": ["XForCausalLM"], "model_type": "x", "remote_config": True}}
+
+
+def test_checkpoint_dirs_of_a_hosts_entries():
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import checkpoint_dirs
+    models = [{"name": "a", "model": "Qwen/Qwen3-30B-A3B"},
+              {"name": "b", "model": "b", "source": {"type": "hf", "repo": "o/b"}},
+              {"name": "c", "model": "/opt/models/c"}, "not an entry", {"model": "/x"}]
+    assert checkpoint_dirs(models, "/var/lib/sparkfleet/models/") == {"b": "/var/lib/sparkfleet/models/b",
+                                                                      "c": "/opt/models/c"}
+    assert checkpoint_dirs("nonsense", "/s") == {}
