@@ -90,7 +90,13 @@ def _fail(what, msg):
 
 
 def _flag_name(arg):
-    return arg.split("=", 1)[0]
+    """The flag as vLLM's FlexibleArgumentParser reads it: underscores in the name (before any '.')
+    become dashes, so '--enforce_eager' is '--enforce-eager' and '--speculative_config.method' is
+    '--speculative-config'."""
+    name = str(arg).split("=", 1)[0]
+    if not name.startswith("--"):
+        return name
+    return "--" + name[2:].split(".", 1)[0].replace("_", "-")
 
 
 def _extra_args_problems(extra):
@@ -98,6 +104,13 @@ def _extra_args_problems(extra):
     problems = []
     for i, arg in enumerate(extra):
         name = _flag_name(arg)
+        if str(arg).startswith("-") and "=" not in str(arg) and len(str(arg).split()) > 1:
+            problems.append(Problem("extra_args", extra, "has %r as one item: vLLM's parser reads the whole string as "
+                                    "one flag name and refuses it" % arg,
+                                    "write the flag and its value as two items (%s), or as %s=%s"
+                                    % (", ".join(repr(w) for w in str(arg).split(None, 1)),
+                                       str(arg).split(None, 1)[0], str(arg).split(None, 1)[1])))
+            name = _flag_name(str(arg).split()[0])
         value = arg.split("=", 1)[1] if "=" in arg else (extra[i + 1] if i + 1 < len(extra) else "")
         if name in rulebook.setting("vllm_forbidden_flags"):
             problems.append(Problem("extra_args", extra, "has %s, which the rule book forbids (rule no_enforce_eager: "

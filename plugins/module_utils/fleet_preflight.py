@@ -397,16 +397,22 @@ def check_model_sources(fleet):
     return findings
 
 
+# Every environment the inventory adds to a unit that runs vLLM's model code: the vLLM units, and the Ray
+# units, under whose environment the ray executor's GPU workers run.
+SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_head_environment", "ray_worker_environment")
+
+
 def check_environment(fleet):
     """What the inventory adds to the services' environment may not undo the kernel rules."""
     findings = []
     for host in sorted(fleet):
-        env = fleet[host].get("vllm_service_environment")
-        if not isinstance(env, dict):
-            continue  # its type is check_variable_types' business
-        for name, value, rule_id, fix in rulebook.env_violations(env):
-            findings.append(Finding(host, "vllm_service_environment.%s" % name, value,
-                                    "the rule book forbids it (rule %s)" % rule_id, fix))
+        for variable in SERVICE_ENVIRONMENTS:
+            env = fleet[host].get(variable)
+            if not isinstance(env, dict):
+                continue  # its type is check_variable_types' business
+            for name, value, rule_id, fix in rulebook.env_violations(env):
+                findings.append(Finding(host, "%s.%s" % (variable, name), value,
+                                        "the rule book forbids it (rule %s)" % rule_id, fix))
     return findings
 
 

@@ -157,6 +157,19 @@ SECRET_SHOWN = "(hidden)"
 SECRET_NAME = re.compile(r"(^|_)(token|key|secret|password|passwd|passphrase|credentials?)(_|$)", re.IGNORECASE)
 
 
+# A value shaped like a known kind of token (Hugging Face, OpenAI-style, GitHub), under a key of any name.
+SECRET_VALUE = re.compile(r"^\s*(hf_|sk-|ghp_|gho_|github_pat_)[A-Za-z0-9_-]{8,}")
+_URL_USERINFO = re.compile(r"(?<=//)[^/@?#]+@")
+_URL_SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#]*(?:token|key|secret|password|passwd|signature|sig|credential)[^=&#]*)=[^&#]*",
+                               re.IGNORECASE)
+
+
+def shown_url(url):
+    """A URL as a message may show it: credentials in its user part and secret-named query values hidden."""
+    text = _URL_USERINFO.sub(SECRET_SHOWN + "@", str(url))
+    return _URL_SECRET_PARAM.sub(lambda m: "%s=%s" % (m.group(1), SECRET_SHOWN), text)
+
+
 def is_secret(name, spec=None):
     """True for a key that ``spec`` (MODEL_ENTRY_SPEC's shape) marks secret; a key ``spec`` does not know is
     judged by its name (``hf_token``, ``api_key``; not ``max_num_batched_tokens``)."""
@@ -218,7 +231,9 @@ def check(entry, spec, elsewhere=()):
         if key not in spec:
             close = difflib.get_close_matches(str(key), list(spec) + list(elsewhere), n=1)
             meant.update(close)
-            secret = close and spec.get(close[0], {}).get("secret")  # a misspelt secret key is a secret too
+            # A misspelt secret key is a secret too, and so is any key named like one (source.token).
+            secret = ((close and spec.get(close[0], {}).get("secret")) or SECRET_NAME.search(str(key))
+                      or SECRET_VALUE.match(str(entry[key])))
             problems.append(Problem(key, SECRET_SHOWN if secret else entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
                                     ("rename it to '%s'" % close[0]) if close else
                                     "remove it; known keys: %s" % ", ".join(sorted(spec))))

@@ -29,7 +29,7 @@ import json
 import os
 import re
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import Problem, check
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import Problem, check, shown_url
 
 SOURCE_TYPES = ("hf", "dir", "archive")
 
@@ -101,7 +101,8 @@ def check_source(source, require_pinned=True, have_token=True):
     for key in sorted(source):
         if key in SOURCE_SPEC and key != "type" and key not in TYPE_KEYS[kind] and source[key] is not None:
             owner = [t for t in SOURCE_TYPES if key in TYPE_KEYS[t]]
-            fail(key, source[key], "belongs to a %s source, not to type %s" % ("/".join(owner), kind),
+            fail(key, shown_url(source[key]) if key == "url" else source[key],
+                 "belongs to a %s source, not to type %s" % ("/".join(owner), kind),
                  "remove '%s' or set type: %s" % (key, owner[0]))
     if kind == "hf":
         repo, revision = normalized.get("repo"), normalized.get("revision")
@@ -118,9 +119,9 @@ def check_source(source, require_pinned=True, have_token=True):
     elif kind == "archive":
         url, sha256 = normalized.get("url"), normalized.get("sha256")
         if url and not re.match(r"^https?://", url):
-            fail("url", url, "not an http(s) URL", "give the archive's http:// or https:// address")
+            fail("url", shown_url(url), "not an http(s) URL", "give the archive's http:// or https:// address")
         elif url and not url.split("?")[0].lower().endswith(ARCHIVE_SUFFIXES):
-            fail("url", url, "not a known archive (%s)" % ", ".join(ARCHIVE_SUFFIXES),
+            fail("url", shown_url(url), "not a known archive (%s)" % ", ".join(ARCHIVE_SUFFIXES),
                  "point at a tarball or zip file")
         if sha256 and not SHA256.match(sha256.lower()):
             fail("sha256", sha256, "not a sha256 (64 hex digits)", "write the archive's sha256sum")

@@ -53,6 +53,16 @@ KNOWN_BAD_VLLM = [
     ["vllm", "serve", "m", "--attention-backend", "NO_SUCH_BACKEND"],
     ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "no_such_parser"],
     ["vllm", "serve", "m", "--enable-auto-tool-choice"],
+    # One item holding a flag and its value: the parser reads the whole string as a flag name
+    # (model_entry's extra_args check refuses it for that reason).
+    ["vllm", "serve", "m", "--max-num-seqs 8"],
+]
+# Argvs the real parser must accept: underscores in a flag name are dashes to it, so the extra_args
+# check reads '--enforce_eager' as '--enforce-eager' (plugins/filter/vllm_args.py _flag_name).
+KNOWN_SPELLINGS_VLLM = [
+    ["vllm", "serve", "m", "--max_num_seqs", "8", "--enforce_eager"],
+    ["vllm", "serve", "m", "--max_num_seqs=8", "--speculative_config.method=mtp",
+     "--speculative_config.num_speculative_tokens=2"],
 ]
 KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"]]
 # Variables of a checked family that the collection sets for someone other than the
@@ -113,10 +123,11 @@ def contract():
     seeds = collect.seed_argvs()
     generated, refused = collect.generated_argvs()
     groups = {"inventories": items["vllm"], "seeds": seeds, "generated": generated, "known-bad": [
-        {"argv": a, "origin": "known-bad"} for a in KNOWN_BAD_VLLM]}
+        {"argv": a, "origin": "known-bad"} for a in KNOWN_BAD_VLLM], "spellings": [
+        {"argv": a, "origin": "spellings"} for a in KNOWN_SPELLINGS_VLLM]}
     vllm_argvs = [i["argv"] for g in groups.values() for i in g]
     request = {"vllm_argvs": vllm_argvs, "ray_argvs": [i["argv"] for i in items["ray"]] + KNOWN_BAD_RAY,
-               "moe_checks": sorted(set(moe_checks([g for n, g in groups.items() if n != "known-bad"]))),
+               "moe_checks": sorted(set(moe_checks([groups[n] for n in ("inventories", "seeds", "generated")]))),
                "mtp_targets": list(vllm_release.MTP_TARGET_MODEL_TYPES)}
     out, err = probe.communicate(json.dumps(request))
     if probe.returncode != 0:
@@ -172,6 +183,11 @@ def test_json_options_checked_against_their_config_class(contract):
 def test_the_real_vllm_parser_refuses_known_bad_argvs(contract):
     for argv, verdict in zip(KNOWN_BAD_VLLM, contract["verdicts"]["known-bad"]):
         assert not verdict["ok"], "%s accepted %s" % (VLLM, argv)
+
+
+def test_the_real_vllm_parser_reads_underscores_as_dashes(contract):
+    for argv, verdict in zip(KNOWN_SPELLINGS_VLLM, contract["verdicts"]["spellings"]):
+        assert verdict["ok"], "%s refused %s: %s" % (VLLM, argv, verdict["error"])
 
 
 def test_ray_start_accepts_every_unit_argv(contract):

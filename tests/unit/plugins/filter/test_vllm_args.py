@@ -254,3 +254,24 @@ def test_mtp_on_a_model_with_mtp_layers_passes():
                  architecture="Qwen3_5MoeForConditionalGeneration", model_type="qwen3_5_moe",
                  speculative={"method": "mtp", "num_speculative_tokens": 2})
     assert "--speculative-config" in run(entry)
+
+
+# --- extra_args read as vLLM's parser reads them ---
+
+@pytest.mark.parametrize("extra, says", [
+    (["--enforce_eager"], "--enforce-eager, which the rule book forbids"),
+    (["--max_num_seqs", "8"], "--max-num-seqs, which the collection sets itself"),
+    (["--speculative_config.method=draft_model"], "--speculative-config, which the collection sets itself"),
+    (["--load_format=fastsafetensors"], "--load-format fastsafetensors"),
+    (["--max-num-seqs 8"], "'--max-num-seqs 8' as one item"),
+    (["--enforce-eager now"], "--enforce-eager, which the rule book forbids"),
+])
+def test_extra_args_are_read_as_the_parser_reads_them(extra, says):
+    with pytest.raises(AnsibleFilterError) as err:
+        run(base(extra_args=extra))
+    assert says in str(err.value)
+
+
+def test_unmanaged_extra_args_pass_in_either_spelling():
+    assert run(base(extra_args=["--disable_log_stats", "--max-logprobs=5"]))[-2:] == ["--disable_log_stats",
+                                                                                    "--max-logprobs=5"]

@@ -318,3 +318,24 @@ def test_plan_filter_under_limit_keeps_to_the_plays_hosts():
     jobs = model_store_plan(plan_of(fleet), {"s2": "10.0.0.2"}, "/m")
     assert list(jobs) == ["s2"]
     assert [(j["role"], j["fetcher"]) for j in jobs["s2"]] == [("fetch", "s2")]
+
+
+@pytest.mark.parametrize("source, planted", [
+    ({"type": "hf", "repo": "o/m", "revision": "a" * 40, "token": "hf_PLANTED_token_1"}, "hf_PLANTED_token_1"),
+    ({"type": "hf", "repo": "o/m", "revision": "a" * 40, "hf_tokn": "hf_PLANTED_token_2"}, "hf_PLANTED_token_2"),
+    ({"type": "archive", "url": "https://me:PLANTED-pass@example.com/m.bin", "sha256": "0" * 64}, "PLANTED-pass"),
+    ({"type": "archive", "url": "ftp://example.com/m.tgz?token=PLANTED-q", "sha256": "0" * 64}, "PLANTED-q"),
+    ({"type": "hf", "repo": "o/m", "revision": "a" * 40, "url": "https://u:PLANTED-x@h/m.tgz"}, "PLANTED-x"),
+])
+def test_a_secret_in_a_source_is_refused_and_never_shown(source, planted):
+    problems = ms.check_source(source, require_pinned=True, have_token=True)
+    assert problems, source
+    text = "\n".join(p.text("spark-1, model m") for p in problems)
+    assert planted not in text, text
+    assert "(hidden)" in text
+
+
+def test_shown_url_keeps_what_is_not_secret():
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import shown_url
+    assert shown_url("https://h.example/m.tgz?x=1&sig=abc") == "https://h.example/m.tgz?x=1&sig=(hidden)"
+    assert shown_url("https://h.example/m.tgz") == "https://h.example/m.tgz"

@@ -29,7 +29,7 @@ from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import f
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN)
+    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_NAME, SECRET_SHOWN)
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
 from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
@@ -211,7 +211,8 @@ def _key_cases():
             cases.append(pytest.param(key, patch, (), named, value, id="%s-wrong-value" % key))
         typo = _misspell(key)
         # a misspelt secret key is still a secret: never shown
-        cases.append(pytest.param(key, {typo: "x"}, (key,), typo, SECRET_SHOWN if rule.get("secret") else "x",
+        cases.append(pytest.param(key, {typo: "x"}, (key,), typo,
+                                  SECRET_SHOWN if rule.get("secret") or SECRET_NAME.search(typo) else "x",
                                   id="%s-misspelt-%s" % (key, typo)))
         if rule.get("required"):
             cases.append(pytest.param(key, {}, (key,), key, None, id="%s-missing" % key))
@@ -463,6 +464,11 @@ def env_brings_back_flashinfer(fleet):
     fleet["spark-7"]["vllm_service_environment"] = {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}
 
 
+def ray_env_brings_back_fp4_moe(fleet):
+    # The ray executor's GPU workers run under the Ray unit's environment, not the vLLM unit's.
+    fleet["spark-2"]["ray_worker_environment"] = {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}
+
+
 # constraint -> the (host, variable) pairs preflight must report, and nothing else
 CROSS_HOST = [
     (unknown_node, {("spark-1", "sparkfleet_models[0] (qwen35-122b).nodes"),
@@ -499,6 +505,8 @@ CROSS_HOST = [
                         ("spark-2", "sparkfleet_models[0] (qwen35-122b).executor")}, "not one of mp, ray"),
     (memory_over_the_ceiling, {("spark-8", "sparkfleet_models[*].gpu_memory_utilization")}, "above the ceiling"),
     (env_brings_back_flashinfer, {("spark-7", "vllm_service_environment.VLLM_ATTENTION_BACKEND")}, "attention_backend"),
+    (ray_env_brings_back_fp4_moe, {("spark-2", "ray_worker_environment.VLLM_USE_FLASHINFER_MOE_FP4")},
+     "flashinfer_moe_fp4_off"),
 ]
 
 
