@@ -65,7 +65,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check, moe_backend,
-    release_problems)
+    release_problems, weights_gib)
 
 # Flags this filter sets from entry keys: extra_args may not repeat them.
 MANAGED_FLAGS = {
@@ -177,7 +177,20 @@ def check_entry(model_entry, gb10_facts, cluster):
     nnodes = clus["nnodes"]
     gpus = nnodes * rulebook.setting("gpus_per_node")
     sizes_ok = not bad & {"tensor_parallel_size", "pipeline_parallel_size", "cluster.nnodes"}
-    if sizes_ok and tp * pp != gpus:
+    if sizes_ok and tp * pp != gpus and nnodes == 1 and tp * pp > 1:
+        # No 'nodes': the entry runs on this host alone. Whether TP=1 is a fix depends on the model fitting one Spark.
+        weights = weights_gib(entry) if not bad & {"weights_gib", "params_b", "checkpoint_format"} else None
+        memory = ((gb10_facts or {}).get("memory") or {})
+        total = memory.get("cuda_total_bytes") or memory.get("mem_total_bytes")
+        fits = weights is not None and total and \
+            weights + entry["overhead_gib"] <= total / 2 ** 30 * rulebook.setting("gpu_memory_utilization_safe_max")
+        fail("tensor_parallel_size", tp, "tensor_parallel_size %d x pipeline_parallel_size %d needs %d GPUs, but the "
+             "entry has no 'nodes', so it runs on this host's one GPU (rule gb10_identity)" % (tp, pp, tp * pp),
+             "list the %d hosts the model spans in 'nodes' (the first serves the API)%s"
+             % (tp * pp, "; or, since its weights (%.0f GiB) fit one Spark, set tensor_parallel_size: 1" % weights
+                if fits else "" if weights is not None and total else
+                "; or set tensor_parallel_size: 1 if the model fits one Spark"))
+    elif sizes_ok and tp * pp != gpus:
         fail("tensor_parallel_size", tp, "tensor_parallel_size %d x pipeline_parallel_size %d: TP x PP = %d but the "
              "model spans %d node(s) with one GPU each (rule gb10_identity)" % (tp, pp, tp * pp, nnodes),
              "make tensor_parallel_size x pipeline_parallel_size equal %d, the number of nodes" % gpus)

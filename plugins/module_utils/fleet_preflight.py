@@ -25,7 +25,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, gpu_gate, rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_value
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import (
+    FLEET_DEFAULTS, fleet_value, inventory_variable)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, MODEL_ENTRY_SPEC, SECRET_SHOWN, api_key_optout, is_secret)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
@@ -105,7 +106,15 @@ def check_variable_types(host, host_vars, role_specs):
             if name in DEEPER and isinstance(value, list):
                 continue  # a list: check_models checks every entry, with the schema
             messages = []
-            if spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list, bool)):
+            if spec.get("type", "str") in ("str", "path") and isinstance(value, float):
+                # 580.10 unquoted is the number 580.1: Ansible would turn it into the text '580.1'.
+                messages.append("must be a string, got the number %r (YAML reads unquoted digits with a dot as a "
+                                "number and drops trailing zeros): quote it" % value)
+            elif spec.get("type", "str") in ("str", "path") and isinstance(value, str) and value.startswith("~") \
+                    and (spec.get("type") == "path" or name.endswith(("_path", "_dir", "_file"))):
+                messages.append("starts with '~': the path type expands it on the controller (its user's home), "
+                                "and systemd never expands it on the host; write the absolute path on the host")
+            elif spec.get("type", "str") in ("str", "path") and isinstance(value, (dict, list, bool)):
                 # Ansible would quietly turn a mapping, a list or a boolean (yes/no/on/off/true written
                 # unquoted) into its text, and the role would use that.
                 messages.append("must be a string, got %s" % (
@@ -402,6 +411,32 @@ def check_model_sources(fleet):
 SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_head_environment", "ray_worker_environment")
 
 
+def check_fleet_variables(fleet):
+    """The fleet-wide inventory variables (plugins/module_utils/fleet_defaults.py) whose default is an absolute
+    path must stay one, and the fabric's MTU is the rule book's: what the roles refuse only when they run, after
+    earlier stages changed hosts."""
+    findings = []
+    mtu = rulebook.setting("fabric_mtu")
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        for name, (default, variable) in sorted((n, v[:2]) for n, v in FLEET_DEFAULTS.items()):
+            value = host_vars.get(variable) if variable else None
+            # ('~' at the start is check_variable_types' finding already)
+            if isinstance(default, str) and default.startswith("/") and isinstance(value, str) and value \
+                    and not value.startswith(("/", "~")):
+                findings.append(Finding(host, variable, value, "not an absolute path (the roles and systemd read it "
+                                        "from /)", "write the absolute path on the host, e.g. %s" % default))
+        value = host_vars.get("qsfp_network_mtu")
+        number = value if isinstance(value, int) and not isinstance(value, bool) else \
+            int(value) if isinstance(value, str) and value.strip().isdigit() else None  # else: a type finding
+        if number is not None and number != mtu:
+            findings.append(Finding(host, "qsfp_network_mtu", value, "the fabric must carry %s-byte frames (rule "
+                                    "fabric_mtu): below it, NCCL and the jumbo don't-fragment pings fail" % mtu,
+                                    "remove qsfp_network_mtu (the default is %s), and set the switch ports, if any, "
+                                    "to %s" % (mtu, mtu)))
+    return findings
+
+
 def check_environment(fleet):
     """What the inventory adds to the services' environment may not undo the kernel rules."""
     findings = []
@@ -522,6 +557,22 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
                 driver.get("nvidia_smi_version"), driver.get("kernel_module_version")),
                 "the installed driver and the loaded kernel module differ (rule driver_reboot_pending); CUDA "
                 "cannot initialise", "reboot the host (nvidia_driver_reboot: true lets the driver role do it)"))
+        # The fabric interface must be one of the host's QSFP netdevs (qsfp_network configures it, NCCL,
+        # Gloo and UCX are pinned to it): a misspelt name, or the management port, is the interface
+        # variable's fault, whatever the host serves.
+        interface = fleet_value("fabric_ifname", host_vars)
+        netdevs = gb10.get("netdevs") or {}
+        if netdevs and isinstance(interface, str) and interface not in netdevs:  # a wrong type: check_variable_types
+            close = difflib.get_close_matches(str(interface), list(netdevs), n=1)
+            management = (gb10.get("management") or {}).get("devs") or []
+            findings.append(Finding(
+                host, inventory_variable("fabric_ifname"), interface,
+                "not a QSFP netdev of this host (%s: %s)%s" % (
+                    "it has", ", ".join(sorted(netdevs)),
+                    "; it is the management port" if interface and interface in management else ""),
+                "set %s to the cabled QSFP netdev%s" % (inventory_variable("fabric_ifname"),
+                                                        " ('%s'?)" % close[0] if close else "")))
+            continue
         multi_node = any(isinstance(m.get("nodes"), list) and len(m["nodes"]) > 1
                          for m in _models(host_vars) if isinstance(m, dict))
         if multi_node and host_vars.get("sparkfleet_fabric_address"):
@@ -807,6 +858,7 @@ def judge_fleet(fleet, role_specs, checks=None):
     if not checks:
         return None, findings
     findings.extend(check_fabric(fleet))
+    findings.extend(check_fleet_variables(fleet))
     findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))

@@ -275,3 +275,15 @@ def test_extra_args_are_read_as_the_parser_reads_them(extra, says):
 def test_unmanaged_extra_args_pass_in_either_spelling():
     assert run(base(extra_args=["--disable_log_stats", "--max-logprobs=5"]))[-2:] == ["--disable_log_stats",
                                                                                     "--max-logprobs=5"]
+
+
+def test_tp2_without_nodes_suggests_nodes_and_tp1_only_where_the_model_fits():
+    facts = dict(NOMINAL, memory={"mem_total_bytes": 128 * 2 ** 30})
+    with pytest.raises(AnsibleFilterError) as big:
+        run(base(model="Qwen/Qwen3-235B-A22B-GPTQ-Int4", checkpoint_format="gptq", tensor_parallel_size=2,
+                 weights_gib=118), facts=facts)
+    assert "list the 2 hosts the model spans in 'nodes'" in str(big.value)
+    assert "tensor_parallel_size: 1" not in str(big.value)
+    with pytest.raises(AnsibleFilterError) as small:
+        run(base(tensor_parallel_size=2, weights_gib=30), facts=facts)
+    assert "since its weights (30 GiB) fit one Spark, set tensor_parallel_size: 1" in str(small.value)

@@ -288,3 +288,43 @@ def test_good_firewall_values_give_nothing():
                  "fabric_firewall_extra_internal_ports": [9000, "9100-9110"],
                  "sparkfleet_models": [{"name": "a", "model": "m", "port": 8000, "nodes": ["s1", "s2"]}]}
     assert fp.check_firewall({"s1": host_vars}) == []
+
+
+def _gb10(netdevs, management=None):
+    return {"netdevs": dict((n, {"mtu": 9000, "ipv4": []}) for n in netdevs), "driver": {},
+            "management": {"devs": management or [], "ipv4": None}}
+
+
+@pytest.mark.parametrize("ifname, words", [
+    ("enp1s0f1np2", ["not a QSFP netdev", "('enp1s0f1np1'?)"]),
+    ("enP7s7", ["not a QSFP netdev", "it is the management port"]),
+])
+def test_a_wrong_fabric_interface_blames_the_interface_variable(ifname, words):
+    fleet = {"spark-1": {"sparkfleet_fabric_ifname": ifname, "sparkfleet_fabric_address": "192.168.100.10",
+                         "ansible_facts": {"gb10": _gb10(["enp1s0f0np0", "enp1s0f1np1"], ["enP7s7"])}}}
+    [finding] = fp.check_host_facts(fleet, ["590"], lambda *a: None)
+    assert (finding.host, finding.variable, finding.value) == ("spark-1", "sparkfleet_fabric_ifname", ifname)
+    assert all(w in str(finding) for w in words), str(finding)
+    assert "socket_fallback" not in str(finding)
+
+
+def test_the_right_fabric_interface_gives_no_finding():
+    fleet = {"spark-1": {"sparkfleet_fabric_ifname": "enp1s0f1np1",
+                         "ansible_facts": {"gb10": _gb10(["enp1s0f0np0", "enp1s0f1np1"], ["enP7s7"])}}}
+    assert fp.check_host_facts(fleet, ["590"], lambda *a: None) == []
+
+
+@pytest.mark.parametrize("host_vars, variable", [
+    ({"qsfp_network_mtu": 1500}, "qsfp_network_mtu"),
+    ({"qsfp_network_mtu": "8000"}, "qsfp_network_mtu"),
+    ({"sparkfleet_model_store_dir": "models"}, "sparkfleet_model_store_dir"),
+])
+def test_fleet_variables_refused_before_their_role_runs(host_vars, variable):
+    [finding] = fp.check_fleet_variables({"spark-1": host_vars})
+    assert (finding.host, finding.variable) == ("spark-1", variable)
+
+
+@pytest.mark.parametrize("host_vars", [{"qsfp_network_mtu": 9000}, {"qsfp_network_mtu": "9000"},
+                                       {"sparkfleet_venv_path": "/srv/venv"}, {}])
+def test_fleet_variables_as_the_rule_book_wants_pass(host_vars):
+    assert fp.check_fleet_variables({"spark-1": host_vars}) == []
