@@ -647,6 +647,10 @@ def check_ray_ports(host, role, ports, defaults):
     return findings
 
 
+# fleet_health's default node_exporter port (roles/fleet_health/defaults/main.yml; a test holds them equal).
+NODE_EXPORTER_PORT = 9100
+
+
 def check_cluster_layout(fleet, ray_defaults=None):
     """One Ray head per cluster, heads that exist, and no port used twice on a host
     (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
@@ -726,6 +730,10 @@ def check_cluster_layout(fleet, ray_defaults=None):
                 worker_range = (int(ports["min_worker"]), int(ports["max_worker"]))
             except (KeyError, TypeError, ValueError):
                 worker_range = None
+        # node_exporter (fleet_health, installed unless fleet_health_node_exporter is false) holds its port.
+        if _flag(host_vars.get("fleet_health_node_exporter", True)):
+            take(host_vars.get("fleet_health_node_exporter_port", NODE_EXPORTER_PORT),
+                 "node_exporter (fleet_health_node_exporter_port)", "fleet_health_node_exporter_port")
         for index, model in enumerate(_models(host_vars)):
             if not isinstance(model, dict):
                 continue

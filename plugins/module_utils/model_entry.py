@@ -179,8 +179,9 @@ def is_secret(name, spec=None):
 
 # Names end up in unit names, log file names and secret file names.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
-# Lower bounds of the integer keys (a port is 1-65535).
-MINIMUM = {"port": 1, "master_port": 1, "max_model_len": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
+# Lower bounds of the integer keys.
+# Ports below 1024 need CAP_NET_BIND_SERVICE, which the sandboxed, unprivileged vLLM units do not have.
+MINIMUM = {"port": 1024, "master_port": 1024, "max_model_len": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
            "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "num_layers": 1, "num_kv_heads": 1,
            "head_dim": 1, "nnodes": 1, "node_rank": 0, "num_speculative_tokens": 1, "weights_gib": 0, "params_b": 0, "overhead_gib": 0}
 MAXIMUM = {"port": 65535, "master_port": 65535}
@@ -265,7 +266,9 @@ def check(entry, spec, elsewhere=()):
             continue
         if rule["type"] in ("int", "float") and (value < MINIMUM.get(key, value) or value > MAXIMUM.get(key, value)):
             bounds = ">= %s" % MINIMUM[key] if key not in MAXIMUM else "%s-%s" % (MINIMUM[key], MAXIMUM[key])
-            problems.append(Problem(key, shown, "out of range", "use a value %s" % bounds))
+            problems.append(Problem(key, shown, "out of range%s" % (
+                " (a port below 1024 needs CAP_NET_BIND_SERVICE, which the unprivileged vLLM unit does not have)"
+                if key in ("port", "master_port") and value < MINIMUM[key] else ""), "use a value %s" % bounds))
             continue
         if rule["type"] in ("str", "path") and not value.strip():
             problems.append(Problem(key, shown, "empty", "leave '%s' out for the default, or give it a value" % key))

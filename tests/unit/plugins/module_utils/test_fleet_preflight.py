@@ -328,3 +328,10 @@ def test_fleet_variables_refused_before_their_role_runs(host_vars, variable):
                                        {"sparkfleet_venv_path": "/srv/venv"}, {}])
 def test_fleet_variables_as_the_rule_book_wants_pass(host_vars):
     assert fp.check_fleet_variables({"spark-1": host_vars}) == []
+
+
+def test_node_exporter_port_is_the_roles_default():
+    import yaml
+    with open(os.path.join(os.path.dirname(fp.__file__), "..", "..", "roles", "fleet_health", "defaults",
+                           "main.yml")) as handle:
+        assert yaml.safe_load(handle)["fleet_health_node_exporter_port"] == fp.NODE_EXPORTER_PORT

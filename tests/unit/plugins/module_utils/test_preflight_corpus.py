@@ -464,6 +464,14 @@ def env_brings_back_flashinfer(fleet):
     fleet["spark-7"]["vllm_service_environment"] = {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}
 
 
+def api_port_on_node_exporters(fleet):
+    _model(fleet, "spark-7", 0)["port"] = 9100  # fleet_health installs node_exporter there by default
+
+
+def api_port_below_1024(fleet):
+    _model(fleet, "spark-7", 0)["port"] = 80
+
+
 def ray_env_brings_back_fp4_moe(fleet):
     # The ray executor's GPU workers run under the Ray unit's environment, not the vLLM unit's.
     fleet["spark-2"]["ray_worker_environment"] = {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}
@@ -507,6 +515,8 @@ CROSS_HOST = [
     (env_brings_back_flashinfer, {("spark-7", "vllm_service_environment.VLLM_ATTENTION_BACKEND")}, "attention_backend"),
     (ray_env_brings_back_fp4_moe, {("spark-2", "ray_worker_environment.VLLM_USE_FLASHINFER_MOE_FP4")},
      "flashinfer_moe_fp4_off"),
+    (api_port_on_node_exporters, {("spark-7", "sparkfleet_models[0] (qwen3-30b).port")}, "node_exporter"),
+    (api_port_below_1024, {("spark-7", "sparkfleet_models[0] (qwen3-30b).port")}, "CAP_NET_BIND_SERVICE"),
 ]
 
 
