@@ -26,7 +26,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, gpu_gate, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import (
-    FLEET_DEFAULTS, fleet_value, inventory_variable)
+    FLEET_DEFAULTS, fleet_default, fleet_value, inventory_variable)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, MODEL_ENTRY_SPEC, SECRET_SHOWN, api_key_optout, is_secret)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
@@ -411,6 +411,10 @@ def check_model_sources(fleet):
 SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_head_environment", "ray_worker_environment")
 
 
+# The roles' own names for the services' account (each defaults to the fleet's service_user).
+SERVICE_USER_VARIABLES = ("ray_head_user", "ray_worker_user", "vllm_service_user")
+
+
 def check_fleet_variables(fleet):
     """The fleet-wide inventory variables (plugins/module_utils/fleet_defaults.py) whose default is an absolute
     path must stay one, and the fabric's MTU is the rule book's: what the roles refuse only when they run, after
@@ -426,6 +430,18 @@ def check_fleet_variables(fleet):
                     and not value.startswith(("/", "~")):
                 findings.append(Finding(host, variable, value, "not an absolute path (the roles and systemd read it "
                                         "from /)", "write the absolute path on the host, e.g. %s" % default))
+        # The service account is made a system account with no login shell (service_account changes an existing
+        # account's shell and group): the admin's own login account, or root, would be locked out or exposed.
+        login = host_vars.get("ansible_user") or host_vars.get("ansible_ssh_user")
+        for variable in (inventory_variable("service_user"),) + SERVICE_USER_VARIABLES:
+            account = host_vars.get(variable)
+            if isinstance(account, str) and account and (account == "root" or account == login):
+                findings.append(Finding(host, variable, account, "the services' account would be %s; "
+                                        "the roles make it a system account without a login shell" % (
+                                            "root, so the sandboxed units would run with every privilege"
+                                            if account == "root" else "the account Ansible logs in as (ansible_user)"),
+                                        "leave %s out (default %s), or name an account used by nothing else"
+                                        % (variable, fleet_default("service_user"))))
         value = host_vars.get("qsfp_network_mtu")
         number = value if isinstance(value, int) and not isinstance(value, bool) else \
             int(value) if isinstance(value, str) and value.strip().isdigit() else None  # else: a type finding

@@ -318,6 +318,8 @@ def test_the_right_fabric_interface_gives_no_finding():
     ({"qsfp_network_mtu": 1500}, "qsfp_network_mtu"),
     ({"qsfp_network_mtu": "8000"}, "qsfp_network_mtu"),
     ({"sparkfleet_model_store_dir": "models"}, "sparkfleet_model_store_dir"),
+    ({"ansible_user": "admin", "sparkfleet_service_user": "admin"}, "sparkfleet_service_user"),
+    ({"ansible_user": "admin", "vllm_service_user": "root"}, "vllm_service_user"),
 ])
 def test_fleet_variables_refused_before_their_role_runs(host_vars, variable):
     [finding] = fp.check_fleet_variables({"spark-1": host_vars})
@@ -325,7 +327,8 @@ def test_fleet_variables_refused_before_their_role_runs(host_vars, variable):
 
 
 @pytest.mark.parametrize("host_vars", [{"qsfp_network_mtu": 9000}, {"qsfp_network_mtu": "9000"},
-                                       {"sparkfleet_venv_path": "/srv/venv"}, {}])
+                                       {"sparkfleet_venv_path": "/srv/venv"}, {},
+                                       {"ansible_user": "admin", "sparkfleet_service_user": "vllm"}])
 def test_fleet_variables_as_the_rule_book_wants_pass(host_vars):
     assert fp.check_fleet_variables({"spark-1": host_vars}) == []
 
