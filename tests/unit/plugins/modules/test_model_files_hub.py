@@ -16,12 +16,14 @@ import sys
 import time
 
 import pytest
+import yaml
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "sim", "hub"))
 import hub_standin  # noqa: E402
 
-WHEELHOUSE = os.path.join(os.environ.get("SPARKFLEET_CACHE", "/var/cache/sparkfleet"), "wheelhouse")
+# model_store's hub client, as tools/wheelhouse.sh downloads it (resolved apart from the vLLM set).
+WHEELHOUSE = os.path.join(os.environ.get("SPARKFLEET_CACHE", "/var/cache/sparkfleet"), "wheelhouse", "hub")
 COMMIT = "5f0a1b2c3d4e5f60718293a4b5c6d7e8f9012345"
 TOKEN = "hf_standin_token"
 BIG = 24 * 1024 * 1024
@@ -31,13 +33,16 @@ BIG = 24 * 1024 * 1024
 def client_python():
     if not os.path.isdir(WHEELHOUSE) or not [f for f in os.listdir(WHEELHOUSE) if f.startswith("huggingface_hub-")]:
         pytest.fail("no huggingface_hub wheel in %s: run make setup (make wheelhouse) first" % WHEELHOUSE)
+    with open(os.path.join(REPO, "roles", "model_store", "defaults", "main.yml")) as handle:
+        pins = yaml.safe_load(handle)["model_store_hf_packages"]  # the client the role installs on the hosts
     venv = os.path.join(REPO, ".cache", "hf-client-venv")
     python = os.path.join(venv, "bin", "python")
-    if not os.path.exists(os.path.join(venv, ".installed")):
+    stamp = os.path.join(venv, ".installed")
+    if not os.path.exists(stamp) or open(stamp).read() != " ".join(pins):
         subprocess.check_call([sys.executable, "-m", "venv", "--clear", venv])
-        subprocess.check_call([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE,
-                               "huggingface_hub"])
-        open(os.path.join(venv, ".installed"), "w").close()
+        subprocess.check_call([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE] + pins)
+        with open(stamp, "w") as handle:
+            handle.write(" ".join(pins))
     return python
 
 
