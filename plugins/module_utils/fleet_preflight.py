@@ -187,6 +187,7 @@ def check_fabric(fleet, subnet_default=None):
     findings = []
     seen = {}
     bad_subnets = {}
+    nets = {}
     for host in sorted(fleet):
         host_vars = fleet[host]
         address = host_vars.get("sparkfleet_fabric_address")
@@ -208,6 +209,15 @@ def check_fabric(fleet, subnet_default=None):
             except (TypeError, ValueError, netaddr.AddrFormatError):
                 bad_subnets.setdefault(subnet, []).append(host)
                 net = None
+        if net is not None:
+            nets.setdefault(str(net.cidr), (net, []))[1].append(host)
+            management = ((host_vars.get("ansible_facts") or {}).get("gb10") or {}).get("management") or {}
+            mgmt_ip = management.get("ipv4")
+            if mgmt_ip and netaddr.valid_ipv4(str(mgmt_ip)) and netaddr.IPAddress(mgmt_ip) in net:
+                findings.append(Finding(host, "sparkfleet_fabric_subnet", subnet,
+                                        "holds this host's management address %s (%s): the fabric route would take "
+                                        "the management traffic" % (mgmt_ip, ", ".join(management.get("devs") or [])),
+                                        "pick a fabric subnet apart from the management network, e.g. 192.168.100.0/24"))
         if not address:
             findings.append(Finding(host, "sparkfleet_fabric_address", address, "no fabric address",
                                     "give every Spark its own address inside sparkfleet_fabric_subnet in host_vars"))
@@ -238,6 +248,17 @@ def check_fabric(fleet, subnet_default=None):
     for subnet, hosts in sorted(bad_subnets.items()):
         findings.append(Finding(", ".join(hosts), "sparkfleet_fabric_subnet", subnet, "not an IPv4 subnet a.b.c.d/nn",
                                 "write it as network/prefix, e.g. 192.168.100.0/24"))
+    # Hosts of one fabric may not hold subnets that overlap without being the same one (one /24, one /16).
+    cidrs = sorted(nets)
+    for i, first in enumerate(cidrs):
+        for second in cidrs[i + 1:]:
+            a, hosts_a = nets[first]
+            b, hosts_b = nets[second]
+            if a.first <= b.last and b.first <= a.last:
+                findings.append(Finding(", ".join(sorted(hosts_a + hosts_b)), "sparkfleet_fabric_subnet", "%s / %s" % (
+                    first, second), "overlapping fabric subnets: %s on %s, %s on %s" % (
+                    first, ", ".join(hosts_a), second, ", ".join(hosts_b)),
+                    "set one sparkfleet_fabric_subnet for the whole fabric, in group_vars"))
     return findings
 
 

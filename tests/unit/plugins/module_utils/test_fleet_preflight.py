@@ -338,3 +338,19 @@ def test_node_exporter_port_is_the_roles_default():
     with open(os.path.join(os.path.dirname(fp.__file__), "..", "..", "roles", "fleet_health", "defaults",
                            "main.yml")) as handle:
         assert yaml.safe_load(handle)["fleet_health_node_exporter_port"] == fp.NODE_EXPORTER_PORT
+
+
+def test_a_fabric_subnet_holding_the_management_address_is_refused():
+    fleet = {"spark-1": {"sparkfleet_fabric_address": "10.0.0.50", "sparkfleet_fabric_subnet": "10.0.0.0/16",
+                         "ansible_facts": {"gb10": {"management": {"devs": ["enP7s7"], "ipv4": "10.0.3.7"}}}}}
+    [finding] = fp.check_fabric(fleet)
+    assert finding.variable == "sparkfleet_fabric_subnet" and "management address 10.0.3.7 (enP7s7)" in str(finding)
+
+
+def test_overlapping_fabric_subnets_of_two_hosts_are_refused():
+    fleet = {"spark-1": {"sparkfleet_fabric_address": "192.168.100.10", "sparkfleet_fabric_subnet": "192.168.100.0/24"},
+             "spark-2": {"sparkfleet_fabric_address": "192.168.100.11", "sparkfleet_fabric_subnet": "192.168.0.0/16"}}
+    [finding] = fp.check_fabric(fleet)
+    assert finding.host == "spark-1, spark-2" and "overlapping fabric subnets" in str(finding)
+    fleet["spark-2"]["sparkfleet_fabric_subnet"] = "192.168.100.0/24"
+    assert fp.check_fabric(fleet) == []
