@@ -25,10 +25,38 @@ extern "C" ncclResult_t ncclSumInPlace(float *devbuf, const float *devsrc, size_
   return cudaGetLastError() == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
 
-// The entry points torch's ProcessGroupNCCL and vLLM's pynccl call, so that a process's
-// global scope can be asked which library they resolve to (the GPU gate, rule nccl_preload).
-// Stand-ins only: each refuses the call.
+// Every NCCL symbol the CUDA torch of the rule book's torch_version imports (nm -D --undefined-only
+// torch/lib/libtorch_cuda.so of torch 2.10.0: 35 names). Preloaded (rule nccl_preload), this library
+// is the process's libnccl.so.2 by its SONAME, so the loader takes no other: a name missing here fails
+// `import torch` with "undefined symbol". They also let the GPU gate ask which library torch's
+// ProcessGroupNCCL and vLLM's pynccl resolve to. Stand-ins only: each refuses the call.
 #define FAKE_NCCL_ENTRY(name) extern "C" ncclResult_t name(void) { return ncclInvalidArgument; }
+extern "C" const char *ncclGetErrorString(int result) { return result ? "fake-nccl: refused" : "no error"; }
+extern "C" const char *ncclGetLastError(void *comm) { return "fake-nccl: refused"; }
+FAKE_NCCL_ENTRY(ncclBcast)
+FAKE_NCCL_ENTRY(ncclCommAbort)
+FAKE_NCCL_ENTRY(ncclCommCount)
+FAKE_NCCL_ENTRY(ncclCommDeregister)
+FAKE_NCCL_ENTRY(ncclCommFinalize)
+FAKE_NCCL_ENTRY(ncclCommGetAsyncError)
+FAKE_NCCL_ENTRY(ncclCommInitAll)
+FAKE_NCCL_ENTRY(ncclCommInitRank)
+FAKE_NCCL_ENTRY(ncclCommInitRankScalable)
+FAKE_NCCL_ENTRY(ncclCommRegister)
+FAKE_NCCL_ENTRY(ncclCommShrink)
+FAKE_NCCL_ENTRY(ncclCommSplit)
+FAKE_NCCL_ENTRY(ncclCommUserRank)
+FAKE_NCCL_ENTRY(ncclCommWindowDeregister)
+FAKE_NCCL_ENTRY(ncclCommWindowRegister)
+FAKE_NCCL_ENTRY(ncclGetUniqueId)
+FAKE_NCCL_ENTRY(ncclGroupEnd)
+FAKE_NCCL_ENTRY(ncclGroupSimulateEnd)
+FAKE_NCCL_ENTRY(ncclGroupStart)
+FAKE_NCCL_ENTRY(ncclMemAlloc)
+FAKE_NCCL_ENTRY(ncclMemFree)
+FAKE_NCCL_ENTRY(ncclRedOpCreatePreMulSum)
+FAKE_NCCL_ENTRY(ncclRedOpDestroy)
+FAKE_NCCL_ENTRY(ncclReduce)
 FAKE_NCCL_ENTRY(ncclCommInitRankConfig)
 FAKE_NCCL_ENTRY(ncclAllReduce)
 FAKE_NCCL_ENTRY(ncclAllGather)
