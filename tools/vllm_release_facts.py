@@ -29,11 +29,9 @@ import os
 import sys
 import zipfile
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from contract_setup import TOP, VENV, WHEELS, rulebook  # the same cache and rule book reader (tools/)
+
 OUT = os.path.join(TOP, "plugins", "module_utils", "vllm_release.py")
-CACHE = os.environ.get("SPARKFLEET_CACHE") or "/var/cache/sparkfleet"
-WHEELS = os.path.join(CACHE, "upstream", "wheels")
-VENV = os.path.join(CACHE, "contract-venv")
 
 REGISTRY = "vllm/model_executor/models/registry.py"
 CONFIGS = "vllm/transformers_utils/config.py"
@@ -51,12 +49,6 @@ ORACLE_MAPPERS = {"unquantized": "map_unquantized_backend", "fp8": "map_fp8_back
 
 class FactsError(Exception):
     pass
-
-
-def rulebook():
-    sys.path.insert(0, os.path.join(TOP, "plugins", "module_utils"))
-    import rulebook as rb  # noqa: E402  pure Python, no Ansible imports
-    return rb
 
 
 def vllm_sources(version):

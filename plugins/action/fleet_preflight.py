@@ -60,6 +60,7 @@ def fleet_checks(roles_dir=ROLES_DIR):
         "ray_defaults": dict(
             (role, fp.load_role_defaults(roles_dir, role).get(role + "_ports") or {})
             for role in ("ray_head", "ray_worker")),
+        "node_exporter_port": fp.load_role_defaults(roles_dir, "fleet_health").get("fleet_health_node_exporter_port"),
         "utilization": {
             "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
             "default": rulebook.setting("gpu_memory_utilization_safe_max"),

@@ -684,11 +684,7 @@ def check_ray_ports(host, role, ports, defaults):
     return findings
 
 
-# fleet_health's default node_exporter port (roles/fleet_health/defaults/main.yml; a test holds them equal).
-NODE_EXPORTER_PORT = 9100
-
-
-def check_cluster_layout(fleet, ray_defaults=None):
+def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
     """One Ray head per cluster, heads that exist, and no port used twice on a host
     (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
     ray_defaults = ray_defaults or {}
@@ -767,9 +763,11 @@ def check_cluster_layout(fleet, ray_defaults=None):
                 worker_range = (int(ports["min_worker"]), int(ports["max_worker"]))
             except (KeyError, TypeError, ValueError):
                 worker_range = None
-        # node_exporter (fleet_health, installed unless fleet_health_node_exporter is false) holds its port.
-        if _flag(host_vars.get("fleet_health_node_exporter", True)):
-            take(host_vars.get("fleet_health_node_exporter_port", NODE_EXPORTER_PORT),
+        # node_exporter (fleet_health, installed unless fleet_health_node_exporter is false) holds its port
+        # (``node_exporter_port``: the role's default, read from its defaults by the caller).
+        if _flag(host_vars.get("fleet_health_node_exporter", True)) and \
+                host_vars.get("fleet_health_node_exporter_port", node_exporter_port) is not None:
+            take(host_vars.get("fleet_health_node_exporter_port", node_exporter_port),
                  "node_exporter (fleet_health_node_exporter_port)", "fleet_health_node_exporter_port")
         for index, model in enumerate(_models(host_vars)):
             if not isinstance(model, dict):
@@ -904,7 +902,7 @@ def judge_fleet(fleet, role_specs, checks=None):
         return None, findings
     findings.extend(check_fabric(fleet))
     findings.extend(check_fleet_variables(fleet))
-    findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults")))
+    findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults"), checks.get("node_exporter_port")))
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))
     findings.extend(check_environment(fleet))

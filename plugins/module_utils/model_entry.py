@@ -384,7 +384,8 @@ def release_problems(entry, loader, config=None):
                                 "checkpoint's config" % (release, vllm_release.TRANSFORMERS_VERSION), RELEASE_FIX))
     spec = entry.get("speculative")
     if spec and isinstance(spec, dict) and spec.get("method", rulebook.setting("speculative_method")) == "mtp" \
-            and not spec.get("model") and (model_type or archs) and not problems:
+            and not spec.get("model") and model_type and not problems:
+        # Judged by model type (an architecture alone may name a model type hf_config_override converts).
         if model_type not in vllm_release.MTP_TARGET_MODEL_TYPES and \
                 not (archs and archs[0] in vllm_release.MTP_TARGET_ARCHITECTURES):
             problems.append(Problem("speculative.method", "mtp", "%s has no MTP drafter for %s: its own layers "

@@ -335,9 +335,10 @@ def test_fleet_variables_as_the_rule_book_wants_pass(host_vars):
 
 def test_node_exporter_port_is_the_roles_default():
     import yaml
+    from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import fleet_checks
     with open(os.path.join(os.path.dirname(fp.__file__), "..", "..", "roles", "fleet_health", "defaults",
                            "main.yml")) as handle:
-        assert yaml.safe_load(handle)["fleet_health_node_exporter_port"] == fp.NODE_EXPORTER_PORT
+        assert yaml.safe_load(handle)["fleet_health_node_exporter_port"] == fleet_checks()["node_exporter_port"]
 
 
 def test_a_fabric_subnet_holding_the_management_address_is_refused():
