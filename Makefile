@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ contract: venv ## What the collection renders against the pinned vLLM, Ray and N
 	@$(PYTHON) tools/platform_resolve.py --check
 	@$(PYTHON) tools/vllm_release_facts.py --check
 	pytest -q tests/contract
+
+render-record: venv ## Re-record tests/contract/rendered/ (what every example inventory renders) after a deliberate change
+	$(PYTHON) tests/contract/collect.py --record
 
 monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric names vs the probe and the pinned vLLM
 	@command -v promtool >/dev/null || { echo "monitoring: promtool missing: run make host (Debian's prometheus package)" >&2; exit 1; }

@@ -77,6 +77,22 @@ def render_all(names=None, workers=3):
     return results
 
 
+RECORDED = os.path.join(HERE, "rendered")
+
+
+def portable(rendered):
+    """``rendered`` (one inventory's {host: ...}) as text without this checkout's path."""
+    return json.dumps(rendered, indent=1, sort_keys=True).replace(TOP, "<top>") + "\n"
+
+
+def record(rendered):
+    """Write each inventory's rendering to tests/contract/rendered/<inventory>.json (make render-record)."""
+    os.makedirs(RECORDED, exist_ok=True)
+    for name, hosts in rendered.items():
+        with open(os.path.join(RECORDED, name + ".json"), "w") as handle:
+            handle.write(portable(hosts))
+
+
 def unit_exec_start(text):
     for line in text.splitlines():
         if line.startswith("ExecStart="):
@@ -285,3 +301,9 @@ def rulebook_env():
     """The environment the rule book defines for every vLLM process (kernel_env)."""
     return [{"name": k, "value": str(v), "origin": "rule book kernel_env() (plugins/module_utils/rulebook.py)"}
             for k, v in sorted(rulebook.kernel_env().items())]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: collect.py --record  (re-record tests/contract/rendered/ after a deliberate change)")
+    record(render_all())

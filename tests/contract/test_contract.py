@@ -153,6 +153,26 @@ def test_releases_are_the_rule_books(contract):
     assert contract["answer"]["ray_version"] == rulebook.setting("ray_version")
 
 
+def test_rendering_is_the_recorded_one(contract):
+    """What every example inventory renders (vLLM, head watch and Ray units, env files, the NCCL env, verify's
+    endpoints and Ray cluster, the health probe's config) is what tests/contract/rendered/ records: a refactor
+    changes none of it, and a deliberate change re-records it (`make render-record`) in the same commit."""
+    changed = []
+    for name, hosts in sorted(contract["rendered"].items()):
+        path = os.path.join(collect.RECORDED, name + ".json")
+        if not os.path.exists(path):
+            changed.append("inventories/%s: nothing recorded in %s" % (name, path))
+            continue
+        with open(path) as handle:
+            recorded = json.loads(handle.read())
+        now = json.loads(collect.portable(hosts))
+        for host in sorted(set(recorded) | set(now)):
+            for key in sorted(set(recorded.get(host) or {}) | set(now.get(host) or {})):
+                if (recorded.get(host) or {}).get(key) != (now.get(host) or {}).get(key):
+                    changed.append("inventories/%s, %s: %s differs from the recording" % (name, host, key))
+    _report(changed, "renderings differ from tests/contract/rendered/ (a deliberate change: make render-record)")
+
+
 def test_every_example_inventory_was_rendered(contract):
     assert sorted(contract["rendered"]) == collect.EXAMPLES
     for inv, hosts in contract["rendered"].items():
