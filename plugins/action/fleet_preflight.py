@@ -13,6 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
 from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -70,7 +71,7 @@ def fleet_checks(roles_dir=ROLES_DIR):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("hosts", "fleet_hosts"))
+    _VALID_ARGS = frozenset(("hosts", "fleet_hosts", "plan_only"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -80,6 +81,8 @@ class ActionModule(ActionBase):
         hosts = list(self._task.args.get("hosts") or [])
         hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
         all_hostvars = task_vars["hostvars"]
+        if self._task.args.get("plan_only"):
+            return self._plan_only(result, hosts, all_hostvars)
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
         plan, findings = fp.judge_fleet(fleet, role_specs, fleet_checks())
@@ -102,4 +105,24 @@ class ActionModule(ActionBase):
                 len(findings), "\n".join("- %s" % f for f in findings))
         else:
             result["msg"] = "Preflight: %d host(s) checked, no problems" % len(hosts)
+        return result
+
+    def _plan_only(self, result, hosts, all_hostvars):
+        """The fleet plan every reader needs (role sparkfleet.gb10.plan): the one stored this run where every
+        play host holds one covering the fleet (preflight's, with its memory arithmetic), else built here from
+        the hosts' variables with the plan's own function, for a role run without preflight."""
+        play_hosts = list(self._task.args.get("hosts") or [])
+        stored = [((all_hostvars[h].get("ansible_facts") or {}).get("sparkfleet_plan")) for h in play_hosts]
+        if stored and all(fleet_plan.covers(p, hosts) for p in stored):
+            result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on every host")
+            return result
+        try:
+            plan = plain_data(fleet_plan.build(dict(
+                (host, plain_data(fleet_plan.plan_inputs(all_hostvars[host]))) for host in hosts)))
+        except (fleet_plan.PlanError, KeyError) as exc:
+            result.update(failed=True, changed=False, msg="The fleet cannot be planned: %s (playbooks/preflight.yml "
+                                                        "names the variable and the fix)" % exc)
+            return result
+        result.update(changed=False, plan=plan, ansible_facts={"sparkfleet_plan": plan},
+                      msg="Planned %d host(s) (no stored plan: a role run without preflight)" % len(hosts))
         return result

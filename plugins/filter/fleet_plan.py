@@ -15,8 +15,9 @@ description:
     C(vllm_service_node_ip), C(ray_head_ports), C(ray_worker_ports)); the computation lives in
     C(plugins/module_utils/fleet_plan.py), which preflight checks the inventory with.
   - Fails naming the host and the model for an inventory that cannot be planned (preflight names it first, with the fix).
-  - C(sparkfleet.gb10.fleet_services) gives one host's services only, from its model entries (also for a role used
-    alone), and C(sparkfleet.gb10.ray_gcs_port) the GCS port of a Ray head.
+  - The roles do not plan with it; they read the plan of the run (stored by preflight, or by the role
+    C(sparkfleet.gb10.plan)) through C(sparkfleet.gb10.fleet_host). This filter plans from a role's own model list
+    (C(model_store_models)) and gives tests their expectations.
 options:
   _input:
     description: C(hostvars).
@@ -32,17 +33,12 @@ options:
       - A role's own variable of model entries (C(model_store_models)); where a host sets it, its entries stand for
         those vllm_service serves in that host's part of the plan.
     type: str
-  stored:
-    description:
-      - The plan preflight stored this run (C(ansible_facts.sparkfleet_plan)); returned as it is when it covers O(hosts) and no host
-        sets O(models_var), else the plan is made here.
-    type: dict
 """
 
 EXAMPLES = r"""
 - name: Plan the fleet once
   ansible.builtin.set_fact:
-    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all, stored=ansible_facts.sparkfleet_plan | default(none)) }}"
+    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all, models_var='model_store_models') }}"
   run_once: true
 """
 
@@ -77,28 +73,19 @@ def _address_of(hostvars, fallback=None):
     return address_of
 
 
-def fleet_plan(hostvars, hosts, models_var=None, stored=None):
-    """The plan of ``hosts``: the one preflight stored this run (``stored``, i.e. ``ansible_facts.sparkfleet_plan``) where it
-    stands for it, else planned here from ``hostvars``."""
-    # A host missing from hostvars is left to the planning below, which names it.
-    own_models = models_var and any(models_var in hostvars[host] for host in hosts if host in hostvars)
-    if not own_models and fp.covers(stored, hosts):
-        return stored
+def fleet_plan(hostvars, hosts, models_var=None):
+    """The plan of ``hosts``, planned from ``hostvars`` with the plan's own function (a role's own model list, a
+    test's expectation); the roles read the plan of the run through ``fleet_host``."""
     try:
         return fp.build(dict((host, fp.plan_inputs(hostvars[host], models_var)) for host in hosts))
     except (fp.PlanError, KeyError) as exc:
         raise AnsibleFilterError("fleet_plan: %s (run playbooks/preflight.yml: it names the fix)" % exc)
 
 
-def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None, vllm_bin=None,
-                   address=None, plan=None):
-    """The services of ``host``: the stored plan's (``plan``, i.e. ``ansible_facts.sparkfleet_plan``, when it covers ``host``),
-    else planned from its model entries; a multi-node model's master address is its first node's
-    (``hostvars``), else ``address``. ``unit_prefix`` None: the plan's unit names (the host's
+def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None, vllm_bin=None, address=None):
+    """The services of ``host`` planned from its model entries ``models``; a multi-node model's master address is
+    its first node's (``hostvars``), else ``address``. ``unit_prefix`` None: the plan's unit names (the host's
     ``vllm_service_unit_prefix``, else that role's default)."""
-    stored = fp.stored_services(plan, host, unit_prefix, vllm_bin)
-    if stored is not None:
-        return stored
     if not isinstance(models, list):
         raise AnsibleFilterError("fleet_services: %s: the model entries must be a list, got %r" % (host, models))
     try:
@@ -109,15 +96,11 @@ def fleet_services(models, host, hostvars=None, executor=None, unit_prefix=None,
         raise AnsibleFilterError("fleet_services: %s" % exc)
 
 
-def ray_cluster(host, hostvars, hosts=None, stored=None):
+def ray_cluster(host, hostvars, hosts=None):
     """The Ray cluster ``host`` belongs to: ``{members, head, workers, gcs_port, dashboard_port, address}``; ``{}``
-    for a host in no Ray group. From the stored plan where it covers ``hosts`` (the hosts of the Ray groups),
-    else from the Ray part of the plan alone (``fleet_plan.ray_clusters``), so that a role run on its own is
-    not failed by the layout of models it does not serve."""
+    for a host in no Ray group, from the Ray part of the plan alone (``fleet_plan.ray_clusters``) over ``hosts``
+    (the hosts of the Ray groups)."""
     hosts = list(hosts or []) + ([] if host in (hosts or []) else [host])
-    if fp.covers(stored, hosts):
-        name = stored["hosts"][host].get("ray_cluster")
-        return dict(stored["ray"].get(name) or {}) if name else {}
     missing = [h for h in hosts if hostvars is None or h not in hostvars]
     if missing:
         raise AnsibleFilterError("ray_cluster: %s not in hostvars" % ", ".join(missing))

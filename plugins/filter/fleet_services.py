@@ -17,9 +17,8 @@ description:
   inside the Ray worker and has none), computed by C(plugins/module_utils/fleet_plan.py) as preflight checks it.
 - A multi-node model's master address is its first node's C(vllm_service_node_ip), else its C(sparkfleet_fabric_address)
   (from C(hostvars)), else C(address).
-- Where preflight stored the fleet plan this run (C(ansible_facts.sparkfleet_plan), passed as O(plan)), the host's services are
-  that plan's, with O(unit_prefix) and O(vllm_bin) applied; the entries, O(executor) and O(address) are then not
-  read (the plan was made from the inventory's). A role used alone has no stored plan and plans from them.
+- Planned here from the entries given; the roles read the services of the run's plan through
+  C(sparkfleet.gb10.fleet_host) (its C(services)).
 options:
   _input:
     description: The host's model entries (C(sparkfleet_models) or C(vllm_service_models)).
@@ -48,17 +47,10 @@ options:
   address:
     description: Fallback master address (this host's fabric address).
     type: str
-  plan:
-    description: The fleet plan preflight stored (C(ansible_facts.sparkfleet_plan)), or null.
-    type: dict
 """
 
 EXAMPLES = r"""
 _services: "{{ vllm_service_models | sparkfleet.gb10.fleet_services(inventory_hostname, hostvars, executor='mp') }}"
-# In a run that went through preflight (site.yml): the stored plan's services.
-_planned: >-
-  {{ vllm_service_models | sparkfleet.gb10.fleet_services(inventory_hostname, hostvars, executor='mp',
-     plan=ansible_facts.sparkfleet_plan | default(none)) }}
 """
 
 RETURN = r"""

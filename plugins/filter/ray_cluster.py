@@ -15,8 +15,8 @@ version_added: 0.1.0
 description:
 - The Ray cluster the host belongs to in the fleet plan (C(sparkfleet.gb10.fleet_plan)), that is the hosts of groups
   C(ray_head) and C(ray_workers) that share its C(sparkfleet_cluster). An inventory may hold several.
-- The stored plan (O(stored)) where it covers O(hosts), else the Ray clusters of O(hosts) worked out from O(hostvars)
-  with the plan's own function (a role run on its own is not failed by the layout of models).
+- Worked out from O(hostvars) with the plan's own function; the roles read the Ray cluster of the run's plan through
+  C(sparkfleet.gb10.fleet_host) (its C(ray)).
 options:
   _input:
     description: The inventory name of the host.
@@ -30,15 +30,10 @@ options:
     description: The hosts of the Ray groups (C(ray_head) and C(ray_workers)); the host itself is added.
     type: list
     elements: str
-  stored:
-    description: The plan preflight stored this run (C(ansible_facts.sparkfleet_plan)), or null.
-    type: dict
 """
 
 EXAMPLES = r"""
-_members: >-
-  {{ (inventory_hostname | sparkfleet.gb10.ray_cluster(hostvars, groups['ray_head'] | union(groups['ray_workers']),
-      stored=ansible_facts.sparkfleet_plan | default(none))).members }}
+_members: "{{ (inventory_hostname | sparkfleet.gb10.ray_cluster(hostvars, groups['ray_head'] | union(groups['ray_workers']))).members }}"
 """
 
 RETURN = r"""

@@ -14,7 +14,7 @@ short_description: The GCS port of a Ray head, from its one home
 version_added: 0.1.0
 description:
 - The C(gcs) port of the head's C(ray_head_ports) (the inventory's map on the head, else the C(sparkfleet.gb10.ray_head)
-  role's default). Ray workers, the vLLM ray executor and verify read it from here.
+  role's default), planned from O(hostvars); the roles read it from the run's plan through C(sparkfleet.gb10.fleet_host).
 options:
   _input:
     description: The inventory name of the Ray head.

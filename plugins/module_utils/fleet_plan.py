@@ -78,6 +78,12 @@ def models_var(host_vars):
     return "vllm_service_models" if "vllm_service_models" in host_vars else "sparkfleet_models"
 
 
+def executor_var(host_vars):
+    """The host's default executor: vllm_service_executor where the inventory sets it (as vllm_service reads it),
+    else sparkfleet_executor."""
+    return host_vars.get("vllm_service_executor") or host_vars.get("sparkfleet_executor")
+
+
 def host_models(host_vars):
     """The host's model entries (a list; anything else is preflight's finding)."""
     models = host_vars.get(models_var(host_vars)) or []
@@ -276,6 +282,59 @@ def ray_clusters(fleet, roles_dir=ROLES_DIR):
     return out
 
 
+def named_ray_head(fleet, host, roles_dir=ROLES_DIR):
+    """The Ray head a host in no Ray group names with ``sparkfleet_ray_head_host`` (a Ray role or the ray executor
+    run on its own, outside groups ray_head/ray_workers): ``{members, head, workers, gcs_port, dashboard_port,
+    address}`` like a cluster of ``ray_clusters``, of the head and this host; None when it names no host of
+    ``fleet``. In an inventory preflight accepts, the named head is the head of the host's cluster anyway."""
+    head = fleet[host].get("sparkfleet_ray_head_host")
+    if not isinstance(head, str) or head not in fleet:
+        return None
+    port = gcs_port(fleet[head], roles_dir)
+    address = fleet[head].get("sparkfleet_fabric_address")
+    return {
+        "members": sorted(set([head, host])),
+        "head": head,
+        "workers": [] if host == head else [host],
+        "gcs_port": port,
+        "dashboard_port": head_port("dashboard", fleet[head], roles_dir),
+        "address": "%s:%s" % (address, port) if address else None,
+    }
+
+
+def host_view(plan, host, unit_prefix=None, vllm_bin=None):
+    """What one host does in the fleet plan, the one view every role and playbook reads
+    (filter ``sparkfleet.gb10.fleet_host``):
+
+    ``{name, fabric_address, models, services, endpoints, ray_role, ray}``: the entries it is a node of
+    (``models``), the vLLM units it runs (``services``, with ``unit_prefix``'s unit names and ``vllm_bin`` in
+    their ``cluster`` where given), those of them that serve the API (``endpoints``), its Ray role
+    (``ray_head``, ``ray_worker`` or None) and its Ray cluster (``ray``: ``members``, ``head``, ``workers``,
+    ``gcs_port``, ``dashboard_port``, ``address``; ``{}`` for a host in none).
+
+    PlanError when there is no plan or it does not hold ``host``: the plan is built before any reader runs
+    (by preflight, or by the role sparkfleet.gb10.plan for a role run on its own)."""
+    hosts = (plan or {}).get("hosts") if isinstance(plan, dict) else None
+    if not hosts:
+        raise PlanError("no fleet plan: run playbooks/preflight.yml first, or the role sparkfleet.gb10.plan "
+                        "before a role run on its own (a dependency of every role that reads the plan)")
+    if host not in hosts:
+        raise PlanError("%s is not in the fleet plan (it plans %s): run the role sparkfleet.gb10.plan in a play "
+                        "that holds this host" % (host, ", ".join(sorted(hosts))))
+    mine = hosts[host]
+    own = stored_services(plan, host, unit_prefix, vllm_bin)
+    ray = (plan.get("ray") or {}).get(mine.get("ray_cluster")) if mine.get("ray_cluster") else mine.get("ray_head")
+    return {
+        "name": host,
+        "fabric_address": mine.get("fabric_address"),
+        "models": list(mine.get("models") or []),
+        "services": own,
+        "endpoints": [s for s in own if s["serves_api"]],
+        "ray_role": mine.get("ray_role"),
+        "ray": dict(ray or {}),
+    }
+
+
 # ------------------------------------------------------------------ the whole fleet
 
 # Where a node's fabric address is read from, the first one set wins.
@@ -313,7 +372,7 @@ def build(fleet, roles_dir=ROLES_DIR):
                             % (name, ", ".join(ray["members"])))
     for host in sorted(fleet):
         host_vars = fleet[host]
-        executor = host_vars.get("sparkfleet_executor")
+        executor = executor_var(host_vars)
         for model in host_models(host_vars):
             if isinstance(model, dict):
                 unknown = [n for n in model_nodes(model, host) if n not in fleet]
@@ -328,6 +387,9 @@ def build(fleet, roles_dir=ROLES_DIR):
             "ray_cluster": cluster_name(host_vars) if role else None,
             "fabric_address": host_vars.get("sparkfleet_fabric_address"),
         }
+        named = named_ray_head(fleet, host, roles_dir) if role is None else None
+        if named:
+            plan["hosts"][host]["ray_head"] = named
     for host in sorted(fleet):
         for service in plan["hosts"][host]["services"]:
             if service["rank"] != 0 or service["nnodes"] < 2:
@@ -350,7 +412,7 @@ def build(fleet, roles_dir=ROLES_DIR):
 # The variables of a host the plan reads (a filter copies only these out of hostvars).
 PLAN_INPUTS = ("group_names", "sparkfleet_models", "vllm_service_models", "sparkfleet_cluster", "sparkfleet_executor",
                "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports",
-               "vllm_service_unit_prefix")
+               "vllm_service_unit_prefix", "sparkfleet_ray_head_host", "vllm_service_executor")
 
 
 def plan_inputs(host_vars, models_var=None):

@@ -302,7 +302,7 @@ def _check_members(fleet, host, index, model, nodes, seen):
     name = model.get("name")
     head_vars = fleet[nodes[0]]
     head_subnet = head_vars.get("sparkfleet_fabric_subnet")
-    executor = fleet_plan.executor_of(model, head_vars.get("sparkfleet_executor"))
+    executor = fleet_plan.executor_of(model, fleet_plan.executor_var(head_vars))
     for member in nodes:
         member_vars = fleet[member]
         if member != host:
@@ -382,7 +382,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
             if nodes[0] == host and not isinstance(port, (dict, list)):
                 ports.setdefault(port, name)
             # The layout the roles will render (fleet_plan), checked as vllm_service's vllm_args checks it.
-            lay = fleet_plan.layout(model, host, host_vars.get("sparkfleet_executor"), address_of)
+            lay = fleet_plan.layout(model, host, fleet_plan.executor_var(host_vars), address_of)
             cluster = fleet_plan.cluster_args(lay)
             if len(nodes) > 1:
                 cluster["master_addr"] = lay["master_addr"] or "0.0.0.0"  # a missing one is check_fabric's
@@ -781,7 +781,7 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
             # Two API ports alike are reported by check_models; here an API port against Ray and rendezvous ports.
             if not str(used.get(port, "")).endswith("(port)"):
                 take(port, "model %s (port)" % model.get("name"), _var(host_vars, index, model, "port"))
-            executor = fleet_plan.executor_of(model, host_vars.get("sparkfleet_executor"))
+            executor = fleet_plan.executor_of(model, fleet_plan.executor_var(host_vars))
             if len(nodes) > 1 and executor == "mp":
                 take(model.get("master_port", fleet_plan.DEFAULT_MASTER_PORT), "model %s (master_port)" % model.get("name"),
                      _var(host_vars, index, model, "master_port"))
@@ -836,7 +836,7 @@ def check_firewall(fleet, roles_dir=None):
             internal = fabric_firewall.internal_ports(
                 host, groups=host_vars.get("group_names"),
                 ray_ports={"ray_head": host_vars.get("ray_head_ports"), "ray_worker": host_vars.get("ray_worker_ports")},
-                models=models, executor=host_vars.get("sparkfleet_executor"),
+                models=models, executor=fleet_plan.executor_var(host_vars),
                 rsync_port=host_vars.get("model_store_rsync_port"),
                 extra=good_extra, roles_dir=roles_dir or fabric_firewall.ROLES_DIR,
                 nccl_rsync_port=host_vars.get("nccl_rsync_port"), nccl_build_once=host_vars.get("nccl_build_once"))

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Renders role variables the way a play would, on an inventory, without touching a host: a play that loads
-the given roles' defaults/vars files and writes one expression per host as JSON. The role tests judge what the
+the given roles' defaults/vars files, stores the fleet plan (role sparkfleet.gb10.plan, a dependency of the roles
+that read it) and writes one expression per host as JSON. The role tests judge what the
 roles derive (from the fleet plan, the fleet defaults) on real inventories with this."""
 
 import json
@@ -19,6 +20,10 @@ PLAY = """
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   tasks:
+    - name: Store the fleet plan, as the roles' dependency sparkfleet.gb10.plan does
+      ansible.builtin.import_role:
+        name: sparkfleet.gb10.plan
+
     - name: Keep what the roles derive for this host
       ansible.builtin.copy:
         content: "{{ (%(expression)s) | to_json }}"

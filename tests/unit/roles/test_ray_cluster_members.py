@@ -8,7 +8,8 @@ import os
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 INVENTORY = os.path.join(REPO, "tests", "preflight", "valid", "two_ray_clusters")
 FILES = ["fleet_verify/defaults/main.yml", "fleet_verify/vars/main.yml", "fleet_health/defaults/main.yml",
-         "fleet_health/vars/main.yml", "ray_worker/defaults/main.yml", "vllm_service/defaults/main.yml"]
+         "fleet_health/vars/main.yml", "ray_worker/defaults/main.yml", "ray_worker/vars/main.yml",
+         "vllm_service/defaults/main.yml", "vllm_service/vars/main.yml"]
 WHAT = ("{'verify': _fleet_verify_ray_cluster, 'health': _fleet_health_config.ray, "
         "'worker_head': ray_worker_head_host, 'ray_address': vllm_service_ray_address}")
 

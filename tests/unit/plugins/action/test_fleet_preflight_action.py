@@ -72,3 +72,64 @@ def test_the_stored_plan_has_no_tags_in_a_persistent_fact_cache(tmp_path):
         facts = json.loads(json.loads(text)["__payload__"])
         assert set(facts["sparkfleet_plan"]["hosts"]) == set(stored)
         assert "__ansible_type" not in text, "%s: the stored plan carries tagged values" % host
+
+
+PLAN_ONLY_PLAY = """
+- hosts: sparks
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  roles:
+    - role: sparkfleet.gb10.plan
+
+- hosts: sparks
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  tasks:
+    - name: Plan again (a second role of the run that reads the plan)
+      sparkfleet.gb10.fleet_preflight:
+        plan_only: true
+        hosts: "{{ ansible_play_hosts_all }}"
+        fleet_hosts: "{{ groups['sparks'] }}"
+      run_once: true
+      register: __again
+
+    - name: Keep the plan each host holds and what the second planning said
+      ansible.builtin.copy:
+        content: "{{ {'plan': ansible_facts.sparkfleet_plan, 'again': __again.msg} | to_json }}"
+        dest: "%(out)s/{{ inventory_hostname }}.json"
+        mode: "0600"
+      delegate_to: localhost
+"""
+
+
+def test_a_role_run_alone_gets_the_plan_of_the_inventory_once(tmp_path):
+    """The role sparkfleet.gb10.plan (a dependency of every role that reads the plan) builds the plan preflight would
+    (the same function, the whole group sparks) and hands it to every host, as plain data; a later reader in the
+    same run finds it stored and does not plan again."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
+    from inventory_loader import load_fleet
+
+    play = tmp_path / "play.yml"
+    out = tmp_path / "out"
+    out.mkdir()
+    play.write_text(PLAN_ONLY_PLAY % {"out": out})
+    cache = tmp_path / "facts"
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="jsonfile",
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache))
+    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY, str(play),
+                           "--limit", "spark-3,spark-4"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    fleet = load_fleet(os.path.dirname(INVENTORY), fp.PLAN_INPUTS)
+    expected = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
+    seen = dict((name[:-5], json.loads((out / name).read_text())) for name in os.listdir(str(out)))
+    assert sorted(seen) == ["spark-3", "spark-4"]
+    for host, got in seen.items():
+        # Under --limit the whole group is planned: spark-3's cluster keeps its members.
+        assert got["plan"] == json.loads(json.dumps(expected)), host
+        assert got["again"] == "The fleet plan of this run is stored on every host"
+    for name in os.listdir(str(cache)):
+        assert "__ansible_type" not in (cache / name).read_text()

@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import fleet_checks
+from ansible_collections.sparkfleet.gb10.plugins.filter import fleet_host as host_filter
 from ansible_collections.sparkfleet.gb10.plugins.filter import fleet_plan as plan_filter
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as pre
@@ -204,47 +205,74 @@ def test_a_role_s_own_models_variable_stands_for_the_served_list():
     assert [m["name"] for m in plan["hosts"]["b"]["models"]] == ["served"]
     plan = plan_filter.fleet_plan(hostvars, ["a", "b"])
     assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["served"]
-    # The plan preflight stored reads the served lists: a role's own list makes the role plan again.
-    stored = plan_filter.fleet_plan(hostvars, ["a", "b"])
-    again = plan_filter.fleet_plan(hostvars, ["a", "b"], models_var="model_store_models", stored=stored)
-    assert again is not stored and [m["name"] for m in again["hosts"]["a"]["models"]] == ["stored"]
-
-
-def test_the_stored_plan_stands_for_the_hosts_it_covers():
-    hostvars = {"a": {"sparkfleet_models": [{"name": "m", "nodes": ["a", "b"]}]},
-                "b": {"sparkfleet_models": [{"name": "m", "nodes": ["a", "b"]}]}, "c": {}}
-    stored = plan_filter.fleet_plan(hostvars, ["a", "b"])
-    assert plan_filter.fleet_plan(hostvars, ["b", "a"], stored=stored) is stored
-    assert plan_filter.fleet_plan(hostvars, ["a", "b"], models_var="model_store_models", stored=stored) is stored
-    # A host it does not cover: planned here (and so are an empty or missing stored plan).
-    wider = plan_filter.fleet_plan(hostvars, ["a", "b", "c"], stored=stored)
-    assert wider is not stored and sorted(wider["hosts"]) == ["a", "b", "c"]
-    for nothing in (None, {}):
-        assert plan_filter.fleet_plan(hostvars, ["a", "b"], stored=nothing) == stored
-    # A host that is not in hostvars is named by the planning, also with a stored plan and a role's own list.
+    # A host that is not in hostvars is named by the planning.
     with pytest.raises(AnsibleFilterError, match="fleet_plan: .*nowhere"):
-        plan_filter.fleet_plan(hostvars, ["a", "nowhere"], models_var="model_store_models", stored=stored)
-    # A host the stored plan does not cover gets its services planned from its entries.
-    assert plan_filter.fleet_services([{"name": "x"}], "c", hostvars, plan=stored)[0]["name"] == "x"
+        plan_filter.fleet_plan(hostvars, ["a", "nowhere"], models_var="model_store_models")
 
 
 @pytest.mark.parametrize("source", sorted(EXPECTED))
-def test_filters_give_each_host_the_plan_s_services(source):
-    """fleet_services (what vllm_service, fleet_verify and fleet_health read) and ray_gcs_port (the Ray
-    worker, the ray executor, verify) agree with the whole plan."""
+def test_each_host_s_view_is_its_part_of_the_plan(source):
+    """fleet_host (what vllm_service, ray_worker, fleet_verify, fleet_health and the summary read): the host's
+    services (with a role's own unit prefix and vLLM path), its endpoints, models, Ray role and Ray cluster, as
+    the whole plan holds them."""
     fleet = fleet_of(source)
     plan = plan_filter.fleet_plan(fleet, sorted(fleet))
     for host, host_vars in fleet.items():
-        got = plan_filter.fleet_services(fp.host_models(host_vars), host, fleet,
-                                         executor=host_vars.get("sparkfleet_executor"))
-        assert got == plan["hosts"][host]["services"]
-        # From the plan preflight stored, with a role's own unit prefix and vLLM path: what planning again gives.
-        ours = plan_filter.fleet_services(fp.host_models(host_vars), host, fleet, unit_prefix="u-",
-                                          vllm_bin="/v/bin/vllm", executor=host_vars.get("sparkfleet_executor"))
-        assert plan_filter.fleet_services([], host, unit_prefix="u-", vllm_bin="/v/bin/vllm", plan=plan) == ours
+        view = host_filter.fleet_host(host, plan)
+        assert view["services"] == plan["hosts"][host]["services"]
+        assert view["services"] == plan_filter.fleet_services(fp.host_models(host_vars), host, fleet,
+                                                              executor=fp.executor_var(host_vars))
+        assert view["endpoints"] == [s for s in view["services"] if s["rank"] == 0]
+        assert view["models"] == plan["hosts"][host]["models"]
+        assert view["ray_role"] == fp.ray_role(host_vars.get("group_names"))
+        name = plan["hosts"][host]["ray_cluster"]
+        assert view["ray"] == (plan["ray"][name] if name else {})
+        if name:
+            assert view["ray"]["gcs_port"] == plan_filter.ray_gcs_port(view["ray"]["head"], fleet)
+        ours = host_filter.fleet_host(host, plan, unit_prefix="u-", vllm_bin="/v/bin/vllm")["services"]
+        assert ours == plan_filter.fleet_services(fp.host_models(host_vars), host, fleet, unit_prefix="u-",
+                                                  vllm_bin="/v/bin/vllm", executor=fp.executor_var(host_vars))
         assert all(s["unit"].startswith("u-") and s["cluster"]["vllm_bin"] == "/v/bin/vllm" for s in ours)
-    for ray in plan["ray"].values():
-        assert plan_filter.ray_gcs_port(ray["head"], fleet) == ray["gcs_port"]
+        # The view is a copy: a reader that changes it does not change the stored plan.
+        view["ray"]["head"] = "changed"
+        assert (plan["ray"].get(name) or {}).get("head") != "changed"
+
+
+def test_a_view_without_a_plan_names_the_fix():
+    for nothing in (None, {}, {"hosts": {}}):
+        with pytest.raises(AnsibleFilterError, match="no fleet plan: run playbooks/preflight.yml"):
+            host_filter.fleet_host("a", nothing)
+    plan = fp.build({"a": {}})
+    with pytest.raises(AnsibleFilterError, match="b is not in the fleet plan .*sparkfleet.gb10.plan"):
+        host_filter.fleet_host("b", plan)
+
+
+def test_a_host_outside_the_ray_groups_joins_the_head_it_names():
+    """A Ray role or the ray executor run on its own, outside groups ray_head/ray_workers (the Molecule cluster
+    scenario): sparkfleet_ray_head_host names the head, and the plan gives its address and ports."""
+    fleet = {"h": {"sparkfleet_fabric_address": "10.0.0.1", "sparkfleet_ray_head_host": "h",
+                   "ray_head_ports": dict(fp.ray_ports("ray_head"), gcs=7000)},
+             "w": {"sparkfleet_fabric_address": "10.0.0.2", "sparkfleet_ray_head_host": "h"},
+             "x": {"sparkfleet_ray_head_host": "nowhere"}}
+    plan = fp.build(fleet)
+    worker = fp.host_view(plan, "w")["ray"]
+    assert (worker["head"], worker["members"], worker["workers"], worker["address"]) == (
+        "h", ["h", "w"], ["w"], "10.0.0.1:7000")
+    assert worker["dashboard_port"] == fp.ray_ports("ray_head")["dashboard"]
+    assert fp.host_view(plan, "h")["ray"]["workers"] == []
+    assert fp.host_view(plan, "x")["ray"] == {} and fp.host_view(plan, "x")["ray_role"] is None
+    # In a Ray group the group decides (preflight refuses a sparkfleet_ray_head_host naming another head).
+    fleet["w"]["group_names"] = ["ray_workers"]
+    fleet["h"]["group_names"] = ["ray_head"]
+    assert "ray_head" not in fp.build(fleet)["hosts"]["w"]
+
+
+def test_vllm_service_executor_is_read_where_the_inventory_sets_it():
+    fleet = {"a": {"vllm_service_executor": "ray", "sparkfleet_executor": "mp", "sparkfleet_models": [{"name": "m"}]},
+             "b": {"sparkfleet_executor": "ray", "sparkfleet_models": [{"name": "m"}]},
+             "c": {"sparkfleet_models": [{"name": "m"}]}}
+    plan = fp.build(fleet)
+    assert [plan["hosts"][h]["services"][0]["executor"] for h in "abc"] == ["ray", "ray", fp.DEFAULT_EXECUTOR]
 
 
 # Broken inventories (tests/preflight/cases) whose layout cannot be planned, with the words of the
@@ -304,10 +332,10 @@ def test_unit_names_have_one_prefix():
     assert [s["unit"] for s in plan["hosts"]["b"]["services"]] == [fp.DEFAULT_UNIT_PREFIX + "m"]
     for host, unit in (("a", "lab-vllm-m"), ("b", fp.DEFAULT_UNIT_PREFIX + "m")):
         # The stored plan's names, and the same planned from hostvars without it.
-        assert [s["unit"] for s in plan_filter.fleet_services([], host, plan=plan)] == [unit]
+        assert [s["unit"] for s in host_filter.fleet_host(host, plan)["services"]] == [unit]
         assert [s["unit"] for s in plan_filter.fleet_services([entry], host, fleet)] == [unit]
         # A role's own prefix wins (vllm_service passes vllm_service_unit_prefix).
-        assert [s["unit"] for s in plan_filter.fleet_services([], host, unit_prefix="u-", plan=plan)] == ["u-m"]
+        assert [s["unit"] for s in host_filter.fleet_host(host, plan, unit_prefix="u-")["services"]] == ["u-m"]
 
 
 @pytest.mark.parametrize("models, words", [
@@ -393,7 +421,7 @@ def test_two_models_on_one_spark_run_with_the_shares_preflight_computed():
     fleet = {"a": {"ansible_facts": {"gb10": gb10}, "sparkfleet_models": models}}
     plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
     assert pre.plan_memory(plan, fleet, CHECKS["gpu_memory_utilization"]) == []
-    services = plan_filter.fleet_services(None, "a", plan=plan)
+    services = host_filter.fleet_host("a", plan)["services"]
     argv = dict((s["name"], check_entry(s["entry"], gb10, s["cluster"])[0]) for s in services)
     used = dict((name, float(args[args.index("--gpu-memory-utilization") + 1])) for name, args in argv.items())
     shares = plan["hosts"]["a"]["memory"]["services"]
@@ -409,17 +437,17 @@ def test_each_service_says_the_name_clients_ask_for():
     assert [(s["name"], s["served_name"]) for s in fp.services("h", models)] == [("a", "org/a"), ("b", "bee")]
     # The stored plan keeps it for the roles (fleet_verify asks /v1/models for it).
     plan = plan_filter.fleet_plan({"h": {"sparkfleet_models": models}}, ["h"])
-    assert [s["served_name"] for s in plan_filter.fleet_services([], "h", plan=plan)] == ["org/a", "bee"]
+    assert [s["served_name"] for s in host_filter.fleet_host("h", plan)["services"]] == ["org/a", "bee"]
 
 
 def test_ray_cluster_of_each_host():
-    """The filter ray_cluster (fleet_verify's Ray gate, fleet_health's probe): each host's own cluster, from the
-    stored plan or planned from hostvars, and nothing for a host in no Ray group."""
+    """The filter ray_cluster (a test's expectation): each host's own cluster planned from hostvars, and nothing
+    for a host in no Ray group."""
     fleet = fleet_of("tests/preflight/valid/two_ray_clusters")
     plan = fp.build(fleet)
     for host, name in (("spark-1", "ray-a"), ("spark-2", "ray-a"), ("spark-3", "ray-b"), ("spark-4", "ray-b")):
         assert plan_filter.ray_cluster(host, fleet, sorted(fleet)) == plan["ray"][name]
-        assert plan_filter.ray_cluster(host, {}, sorted(fleet), stored=plan) == plan["ray"][name]
+        assert host_filter.fleet_host(host, plan)["ray"] == plan["ray"][name]
     assert plan_filter.ray_cluster("spark-3", fleet, sorted(fleet))["members"] == ["spark-3", "spark-4"]
     single = fleet_of("inventories/single-spark")
     assert plan_filter.ray_cluster(sorted(single)[0], single, sorted(single)) == {}
