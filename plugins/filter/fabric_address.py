@@ -4,51 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: fabric_address
-author: sparkfleet.gb10 developers
-short_description: A host's QSFP fabric address from the fabric subnet and its index
-version_added: "0.1.0"
-description:
-  - Returns the address at C(network + start + index) of the subnet, refusing the network and broadcast
-    addresses and anything outside the subnet.
-  - C(fabric_addresses_check) checks a whole plan (host to address) - inside the subnet, no duplicates, not the
-    network or broadcast address - and returns it unchanged.
-options:
-  _input:
-    description: The fabric subnet in CIDR form, for example C(192.168.100.0/24).
-    type: str
-    required: true
-  index:
-    description: The host's index (for example its position in the fabric group).
-    type: int
-    required: true
-  start:
-    description: Offset added to every index (C(10) gives .10, .11, ...).
-    type: int
-    default: 0
-  prefix:
-    description: Return C(address/prefixlen) instead of the bare address.
-    type: bool
-    default: false
-"""
-
-EXAMPLES = r"""
-- name: Fabric address of this host (.10, .11, ... in group order)
-  ansible.builtin.set_fact:
-    sparkfleet_fabric_address: "{{ '192.168.100.0/24' | sparkfleet.gb10.fabric_address(groups['sparks'].index(inventory_hostname), start=10) }}"
-
-- name: Check the whole plan
-  ansible.builtin.debug:
-    msg: "{{ {'spark-1': '192.168.100.10', 'spark-2': '192.168.100.11'} | sparkfleet.gb10.fabric_addresses_check('192.168.100.0/24') }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The address (C(192.168.100.10)), or C(192.168.100.10/24) with C(prefix=true).
-  type: str
-"""
-
 from ansible.errors import AnsibleFilterError
 
 try:
@@ -126,4 +81,7 @@ def fabric_addresses_check(addresses, subnet):
 class FilterModule(object):
 
     def filters(self):
-        return {"fabric_address": fabric_address}
+        return {
+            "fabric_address": fabric_address,
+            "fabric_addresses_check": fabric_addresses_check,
+        }

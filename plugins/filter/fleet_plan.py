@@ -4,59 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: fleet_plan
-author: sparkfleet.gb10 developers
-short_description: The fleet plan - clusters, heads, ranks, services, Ray head and GCS port
-version_added: "0.1.0"
-description:
-  - The plan of the whole fleet from each host's variables (C(sparkfleet_models) or C(vllm_service_models),
-    C(group_names), C(sparkfleet_cluster), C(sparkfleet_executor), C(sparkfleet_fabric_address),
-    C(vllm_service_node_ip), C(ray_head_ports), C(ray_worker_ports)); the computation lives in
-    C(plugins/module_utils/fleet_plan.py), which preflight checks the inventory with.
-  - Fails naming the host and the model for an inventory that cannot be planned (preflight names it first, with the fix).
-  - The roles do not plan with it; they read the plan of the run (stored by preflight, or by the role
-    C(sparkfleet.gb10.plan)) through C(sparkfleet.gb10.fleet_host). This filter plans from a role's own model list
-    (C(model_store_models)) and gives tests their expectations.
-options:
-  _input:
-    description: C(hostvars).
-    type: dict
-    required: true
-  hosts:
-    description: The hosts of the fleet (e.g. C(ansible_play_hosts_all) or C(groups['sparks'])).
-    type: list
-    elements: str
-    required: true
-  models_var:
-    description:
-      - A role's own variable of model entries (C(model_store_models)); where a host sets it, its entries stand for
-        those vllm_service serves in that host's part of the plan.
-    type: str
-"""
-
-EXAMPLES = r"""
-- name: Plan the fleet once
-  ansible.builtin.set_fact:
-    _plan: "{{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all, models_var='model_store_models') }}"
-  run_once: true
-"""
-
-RETURN = r"""
-_value:
-  description:
-    - C(hosts) (per host C(models), C(services), C(ray_role), C(ray_cluster), C(fabric_address)), C(models) (each multi-node
-      model's C(name), C(nodes), C(head), C(executor), C(master_addr), C(master_port), C(port)) and C(ray) (per
-      cluster C(members), C(head), C(workers), C(gcs_port), C(dashboard_port), C(address)).
-    - A service is C(name), C(unit), C(port), C(served_name) (the name clients ask for), C(rank), C(role) (head or follower), C(serves_api), C(nodes), C(head),
-      C(executor), C(nnodes), C(master_addr), C(master_port), C(cluster) (the C(vllm_args) cluster), C(entry) (without
-      placement keys) and C(model) (the entry as written).
-    - A host's C(models) are the entries it is a node of, whose weights it needs (followers of the ray executor,
-      which run no unit, included), each with its layout (C(nodes), C(head), C(rank), C(role), C(executor), ...),
-      C(name), C(index) (its place in the host's list), C(runs_unit), C(entry) and C(model).
-  type: dict
-"""
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
@@ -127,4 +74,10 @@ def ray_gcs_port(head, hostvars=None):
 class FilterModule(object):
 
     def filters(self):
-        return {"fleet_plan": fleet_plan}
+        return {
+            "fleet_plan": fleet_plan,
+            "fleet_services": fleet_services,
+            "ray_cluster": ray_cluster,
+            "ray_gcs_port": ray_gcs_port,
+            "ray_head_port": ray_head_port,
+        }

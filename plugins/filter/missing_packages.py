@@ -11,43 +11,6 @@ missing in the facts, which only costs that one apt call.
 """
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: missing_packages
-author: sparkfleet.gb10 developers
-short_description: The Debian packages a host still lacks, from its gb10 facts
-version_added: "0.1.0"
-description:
-- Returns the entries of the list that C(ansible_facts.gb10.packages) (read by C(sparkfleet.gb10.gb10_facts)) does
-  not show installed. Install tasks skip C(apt) when it is empty.
-- Without those facts every entry is returned, so C(apt) decides as before.
-- C(name=version) counts as installed only at exactly that version (C(name=1.2*) at one starting with 1.2);
-  what the facts cannot settle (C(name:arch), C(name>=1.0), globs) counts as missing, so C(apt) decides.
-options:
-  _input:
-    description: Package names as C(apt) takes them (C(name), C(name:arch), C(name=version)).
-    type: list
-    elements: str
-    required: true
-  facts:
-    description: C(ansible_facts) of the host.
-    type: dict
-"""
-
-EXAMPLES = r"""
-- name: Install nftables
-  ansible.builtin.apt:
-    name: "{{ fabric_firewall_packages }}"
-    state: present
-  when: fabric_firewall_packages | sparkfleet.gb10.missing_packages(ansible_facts) | length > 0
-"""
-
-RETURN = r"""
-_value:
-  description: The entries still to install, in their given order.
-  type: list
-  elements: str
-"""
-
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -103,4 +66,7 @@ def missing_packages(names, facts=None):
 class FilterModule(object):
 
     def filters(self):
-        return {"missing_packages": missing_packages}
+        return {
+            "missing_packages": missing_packages,
+            "package_name": package_name,
+        }

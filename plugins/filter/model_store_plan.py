@@ -4,57 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: model_store_plan
-author: sparkfleet.gb10 developers
-short_description: Who fetches each model's weights from outside, and who receives them over the fabric
-version_added: "1.0.0"
-description:
-  - "Input is the fleet plan (filter C(sparkfleet.gb10.fleet_plan)): a host holds the models of its C(models)
-    there, the entries it is a node of. Only entries with a C(source) count."
-  - Entries with the same name and source are one model. Exactly one holder fetches it from outside
-    (the first of the model's nodes in the plan, else the first holder in the order of C(addresses)); every
-    other holder receives it from that host's fabric address.
-  - Every source is checked first (C(plugins/module_utils/model_store.py) check_source); the filter
-    fails with every problem of every entry, naming host, entry, key, value and fix.
-options:
-  _input:
-    description: "The fleet plan, C({hosts: {host: {models: [placement, ...]}}, ...})."
-    type: dict
-    required: true
-  addresses:
-    description: "C({host: fabric address}) of the hosts of the play, in inventory order."
-    type: dict
-    required: true
-  store_dir:
-    description: Directory under which each model gets a directory of its name.
-    type: str
-    required: true
-  require_pinned:
-    description: An hf source must name a commit (40 hex digits).
-    type: bool
-    default: true
-  have_token:
-    description: A hub token is configured (a gated source needs one).
-    type: bool
-    default: false
-"""
-
-EXAMPLES = r"""
-- name: Plan the fleet's fetches
-  ansible.builtin.set_fact:
-    _jobs: >-
-      {{ hostvars | sparkfleet.gb10.fleet_plan(ansible_play_hosts_all)
-         | sparkfleet.gb10.model_store_plan(addresses, '/var/lib/sparkfleet/models') }}
-"""
-
-RETURN = r"""
-_value:
-  description: "C({host: [job]}); a job is C({name, source, dest, fingerprint, fetcher, fetcher_address, holders, role}),
-    role C(fetch) or C(receive)."
-  type: dict
-"""
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
@@ -121,4 +70,8 @@ def model_store_weights(manifests):
 class FilterModule(object):
 
     def filters(self):
-        return {"model_store_plan": model_store_plan}
+        return {
+            "model_store_plan": model_store_plan,
+            "model_store_disk": model_store_disk,
+            "model_store_weights": model_store_weights,
+        }

@@ -4,85 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: nccl_env
-author: sparkfleet.gb10 developers
-short_description: NCCL, UCX, Gloo, Ray and vLLM environment for one GB10 host
-version_added: "0.1.0"
-description:
-  - From the host's C(gb10) facts and its fabric settings, computes the environment every Ray/vLLM process
-    on that host needs, following the rule book (C(docs/rules.md)).
-  - C(NCCL_IB_HCA) names only the ACTIVE RoCE devices of the cabled QSFP port (both halves);
-    C(NCCL_IB_GID_INDEX) is read from the GID table (RoCE v2 with an IPv4 address, preferring the entry that
-    carries the fabric address) and must be valid on every device named.
-  - User overrides win and are reported in C(overridden).
-  - With no usable RoCE device the filter fails, unless C(allow_socket_fallback) is true; then the transport is
-    C(socket) (about 2 GB/s instead of about 24 GB/s) and C(warnings) says so.
-  - C(nccl_env_vars) returns only the C(env) dict, for templates.
-options:
-  _input:
-    description: C(ansible_facts.gb10) of the host (from C(sparkfleet.gb10.gb10_facts)).
-    type: dict
-    required: true
-  fabric:
-    description:
-      - C(interface) (required) the cabled QSFP netdev, for example C(enp1s0f1np1).
-      - C(address) (required) this host's fabric IPv4 address.
-      - C(overrides) dict of environment variables that replace computed values.
-      - C(allow_socket_fallback) (default false) accept TCP sockets when no RoCE device is usable.
-    type: dict
-    required: true
-  host:
-    description: Inventory name used in messages.
-    type: str
-"""
-
-EXAMPLES = r"""
-- name: Environment for the Ray and vLLM units
-  ansible.builtin.set_fact:
-    node_nccl: >-
-      {{ ansible_facts.gb10 | sparkfleet.gb10.nccl_env({'interface': 'enp1s0f1np1',
-         'address': sparkfleet_fabric_address}, host=inventory_hostname) }}
-
-- name: Shout about a socket fallback
-  ansible.builtin.debug:
-    msg: "{{ node_nccl.warnings }}"
-  when: node_nccl.warnings | length > 0
-"""
-
-RETURN = r"""
-_value:
-  description: The computed environment and how it was reached.
-  type: dict
-  contains:
-    env:
-      description: Variable name to string value.
-      type: dict
-      sample: {"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1",
-               "NCCL_IB_GID_INDEX": "3", "NCCL_IB_DISABLE": "0", "VLLM_HOST_IP": "192.168.100.10"}
-    transport:
-      description: C(roce) or C(socket).
-      type: str
-    ib_hca:
-      description: RoCE devices used (empty for socket).
-      type: list
-      elements: str
-    gid_index:
-      description: GID index used, or null.
-      type: int
-    ray_node_ip:
-      description: Address for C(ray start --node-ip-address) (same as C(VLLM_HOST_IP)).
-      type: str
-    overridden:
-      description: One entry per override, C(name), C(computed) (null when new), C(value).
-      type: list
-      elements: dict
-    warnings:
-      description: Things that work but are wrong or slow (socket fallback, a half down, MTU, nccl.conf).
-      type: list
-      elements: str
-"""
-
 import ipaddress
 import re
 
@@ -277,4 +198,8 @@ def nccl_env_vars(gb10_facts, fabric, host=None):
 class FilterModule(object):
 
     def filters(self):
-        return {"nccl_env": nccl_env}
+        return {
+            "nccl_env": nccl_env,
+            "nccl_env_vars": nccl_env_vars,
+            "qsfp_second_half": second_half,
+        }

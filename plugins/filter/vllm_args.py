@@ -4,59 +4,6 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: vllm_args
-author: sparkfleet.gb10 developers
-short_description: The exact argv of C(vllm serve) for one model entry on one GB10 host
-version_added: "0.1.0"
-description:
-  - Turns a model entry from inventory, the host's C(gb10) facts and the cluster layout into the argument
-    list for C(vllm serve), applying the rule book (C(docs/rules.md)) - TRITON_ATTN attention, Marlin MoE,
-    FP8 KV cache, the quantization loader of the checkpoint format, prefix caching with the Mamba
-    block-size rule, MTP speculative decoding, TP/PP/EP sizes, executor flags, host/port.
-  - The API key is never on the command line (it would show in C(ps)); vLLM reads C(VLLM_API_KEY) from the
-    environment, so the service loads C(api_key_file) as an C(EnvironmentFile).
-  - Unknown keys and forbidden combinations fail with a message naming the host, the model and the key.
-  - The model entry schema is C(plugins/module_utils/model_entry.py) (C(MODEL_ENTRY_SPEC)).
-options:
-  _input:
-    description: The model entry (keys of C(MODEL_ENTRY_SPEC)).
-    type: dict
-    required: true
-  gb10_facts:
-    description: C(ansible_facts.gb10) of the host (from C(sparkfleet.gb10.gb10_facts)); may be empty.
-    type: dict
-    required: true
-  cluster:
-    description:
-      - C(executor) (C(mp) or C(ray)), C(nnodes), C(node_rank), C(master_addr), C(master_port), C(vllm_bin).
-      - With C(mp) and more than one node the argv gets C(--nnodes/--node-rank/--master-addr/--master-port), and
-        C(--headless) on followers. With C(ray) only the head runs C(vllm serve).
-    type: dict
-    required: true
-  host:
-    description: Inventory name used in error messages.
-    type: str
-"""
-
-EXAMPLES = r"""
-- name: Render the ExecStart argv
-  ansible.builtin.set_fact:
-    vllm_argv: >-
-      {{ sparkfleet_models[0] | sparkfleet.gb10.vllm_args(ansible_facts.gb10,
-         {'executor': 'mp', 'nnodes': 2, 'node_rank': 0, 'master_addr': '192.168.100.10'},
-         host=inventory_hostname) }}
-"""
-
-RETURN = r"""
-_value:
-  description: argv list, starting with C(cluster.vllm_bin) (default C(vllm)), C(serve) and the model.
-  type: list
-  elements: str
-  sample: ["vllm", "serve", "Qwen/Qwen3-235B-A22B-GPTQ-Int4", "--tensor-parallel-size", "2",
-           "--attention-backend", "TRITON_ATTN", "--moe-backend", "marlin", "--quantization", "gptq_marlin"]
-"""
-
 import json
 
 from ansible.errors import AnsibleFilterError
@@ -344,4 +291,7 @@ def vllm_env_check(env, host=None, variable="vllm_service_environment"):
 class FilterModule(object):
 
     def filters(self):
-        return {"vllm_args": vllm_args}
+        return {
+            "vllm_args": vllm_args,
+            "vllm_env_check": vllm_env_check,
+        }

@@ -53,9 +53,9 @@ def facts(variant):
 
 
 def test_registered():
-    from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env_vars import FilterModule as Vars
-    assert FilterModule().filters() == {"nccl_env": nccl_env}
-    assert Vars().filters() == {"nccl_env_vars": nccl_env_vars}
+    filters = FilterModule().filters()
+    assert filters["nccl_env"] is nccl_env and filters["nccl_env_vars"] is nccl_env_vars
+    assert set(filters) == {"nccl_env", "nccl_env_vars", "qsfp_second_half"}
 
 
 def test_nominal_matches_seed_003():

@@ -4,8 +4,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import vllm_env_check
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_env_check import FilterModule
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import FilterModule, vllm_env_check
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 
