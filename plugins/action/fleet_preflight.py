@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import gpu_memory_utilization
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_entry
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import gpu_memory_utilization
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.nccl_env import nccl_env
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_args import check_entry
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 # Documentation: plugins/modules/fleet_preflight.py

@@ -48,31 +48,11 @@ _value:
 """
 
 
-# The properties judged here; sparkfleet.gb10.unit_show asks exactly these.
-PROPERTIES = ("UnitFileState", "ActiveState")
-
-
-def unit_properties(result):
-    """``{property: value}`` of a ``systemctl show --property=...`` answer; {} when the command failed."""
-    if not isinstance(result, dict) or result.get("rc") != 0:
-        return {}
-    props = {}
-    for line in str(result.get("stdout") or "").splitlines():
-        name, sep, value = line.partition("=")
-        if sep:
-            props[name.strip()] = value.strip()
-    return props
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.systemd_unit import settled, unit_properties  # noqa: F401
 
 
 def unit_settled(result, enabled=None, active=True):
-    props = unit_properties(result)
-    if not props:
-        return False
-    if active is not None and (props.get("ActiveState") == "active") != bool(active):
-        return False
-    if enabled is None:
-        return True
-    return props.get("UnitFileState") == ("enabled" if enabled else "disabled")
+    return settled(result, enabled=enabled, active=active)
 
 
 class FilterModule(object):

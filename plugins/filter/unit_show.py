@@ -36,11 +36,11 @@ _value:
   type: dict
 """
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.unit_settled import PROPERTIES
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.systemd_unit import show_command
 
 
 def unit_show(unit, name=None):
-    return {"name": name or unit, "argv": ["systemctl", "show", unit, "--property=" + ",".join(PROPERTIES)]}
+    return show_command(unit, name)
 
 
 class FilterModule(object):

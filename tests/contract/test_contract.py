@@ -58,7 +58,7 @@ KNOWN_BAD_VLLM = [
     ["vllm", "serve", "m", "--max-num-seqs 8"],
 ]
 # Argvs the real parser must accept: underscores in a flag name are dashes to it, so the extra_args
-# check reads '--enforce_eager' as '--enforce-eager' (plugins/filter/vllm_args.py _flag_name).
+# check reads '--enforce_eager' as '--enforce-eager' (plugins/module_utils/vllm_args.py _flag_name).
 KNOWN_SPELLINGS_VLLM = [
     ["vllm", "serve", "m", "--max_num_seqs", "8", "--enforce_eager"],
     ["vllm", "serve", "m", "--max_num_seqs=8", "--speculative_config.method=mtp",
