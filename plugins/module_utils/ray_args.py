@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What ``ray start`` is started with on a head or a worker: its argv and the environment of every Ray process
+of the node. Pure Python behind the filters ``ray_args`` and ``ray_env`` (plugins/filter/ray_args.py), which the
+ray_head and ray_worker roles render their units and environment files from; the contract tests check every
+rendered argv against the pinned Ray's own ``ray start`` options.
+
+Why the environment holds what it holds (the rule book has the reasons): token authentication with the token in
+a root-only file; ``VLLM_HOST_IP`` = the fabric address, so vLLM and Ray agree on the node's address; Ray's
+memory monitor off (on unified memory the GPU's weights count as system memory and the monitor would kill the
+workers); usage statistics off; the NCCL/Gloo/UCX environment of the host (``nccl_env``), which the ray
+executor's GPU workers inherit; then the inventory's own environment, which wins.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+
+# Each port of a Ray port map and the ``ray start`` option that sets it, in the order the argv gives them.
+# A worker sets all but the head's own (GCS, client server, dashboard).
+PORT_FLAGS = (
+    ("gcs", "--port"),
+    ("node_manager", "--node-manager-port"),
+    ("object_manager", "--object-manager-port"),
+    ("runtime_env_agent", "--runtime-env-agent-port"),
+    ("dashboard_agent_grpc", "--dashboard-agent-grpc-port"),
+    ("dashboard_agent_listen", "--dashboard-agent-listen-port"),
+    ("metrics_export", "--metrics-export-port"),
+    ("ray_client_server", "--ray-client-server-port"),
+    ("min_worker", "--min-worker-port"),
+    ("max_worker", "--max-worker-port"),
+)
+HEAD_ONLY_PORTS = ("gcs", "ray_client_server", "dashboard")
+ROLES = ("head", "worker")
+
+
+class RayArgsError(ValueError):
+    """An input ``ray start`` cannot be given (the filter raises it as AnsibleFilterError)."""
+
+
+def _bool_text(value):
+    return "true" if value else "false"
+
+
+def ray_args(role, ray_bin, node_ip, ports, num_gpus, num_cpus=0, object_store_memory=0, extra_args=(),
+             head_address=None, include_dashboard=True, dashboard_host="127.0.0.1"):
+    """The argv of ``ray start --block`` for a ``head`` or a ``worker`` (which joins ``head_address``,
+    ``ip:port``). ``ports``: the role's port map (every key of PORT_FLAGS the role sets, ``dashboard`` on a
+    head). ``num_cpus`` and ``object_store_memory`` of 0 leave the choice to Ray."""
+    if role not in ROLES:
+        raise RayArgsError("ray_args: role must be one of %s, got %r" % (", ".join(ROLES), role))
+    wanted = [key for key, _ in PORT_FLAGS if role == "head" or key not in HEAD_ONLY_PORTS]
+    missing = [key for key in wanted + (["dashboard"] if role == "head" else []) if key not in (ports or {})]
+    if missing:
+        raise RayArgsError("ray_args: the %s's port map lacks %s" % (role, ", ".join(missing)))
+    if role == "worker" and not head_address:
+        raise RayArgsError("ray_args: a worker needs the head's address (ip:port)")
+    argv = [ray_bin, "start"] + (["--head", "--block"] if role == "head" else ["--block", "--address=%s" % head_address])
+    argv.append("--node-ip-address=%s" % node_ip)
+    argv += ["%s=%s" % (flag, ports[key]) for key, flag in PORT_FLAGS if key in wanted]
+    if role == "head":
+        argv += ["--include-dashboard=%s" % _bool_text(include_dashboard), "--dashboard-host=%s" % dashboard_host,
+                 "--dashboard-port=%s" % ports["dashboard"]]
+    argv += ["--num-gpus=%s" % num_gpus, "--disable-usage-stats"]
+    if int(num_cpus or 0) > 0:
+        argv.append("--num-cpus=%s" % num_cpus)
+    if int(object_store_memory or 0) > 0:
+        argv.append("--object-store-memory=%s" % object_store_memory)
+    return argv + list(extra_args or [])
+
+
+def ray_env(node_ip, user, auth_token_file, nccl_env=None, environment=None):
+    """The environment of every Ray process of the node: token auth, ``VLLM_HOST_IP``, the rule book's memory
+    monitor settings (``ray_memory_monitor_refresh_ms``, ``ray_memory_usage_threshold``), usage statistics off,
+    the service account's home, then the host's NCCL environment, then ``environment`` (wins)."""
+    env = {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": auth_token_file,
+        "VLLM_HOST_IP": node_ip,
+        "RAY_memory_monitor_refresh_ms": str(rulebook.setting("ray_memory_monitor_refresh_ms")),
+        "RAY_memory_usage_threshold": str(rulebook.setting("ray_memory_usage_threshold")),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "HOME": "/var/lib/%s" % user,
+    }
+    env.update(nccl_env or {})
+    env.update(environment or {})
+    return env
