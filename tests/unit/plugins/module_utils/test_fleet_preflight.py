@@ -184,8 +184,10 @@ def _member(group, head="a", models=(), **extra):
 
 
 def test_ray_ports_come_from_the_role_defaults():
-    assert RAY_DEFAULTS["ray_head"]["gcs"] == 6379
-    assert RAY_DEFAULTS["ray_worker"]["min_worker"] == 20000
+    import yaml
+    for role in ("ray_head", "ray_worker"):
+        with open(os.path.join(ROLES_DIR, role, "defaults", "main.yml")) as handle:
+            assert RAY_DEFAULTS[role] == yaml.safe_load(handle)[role + "_ports"]
 
 
 def test_one_head_and_distinct_ports_pass():
@@ -230,10 +232,11 @@ def test_a_head_that_is_missing_or_not_a_head_is_named():
 
 
 def test_a_model_port_on_a_ray_port_is_refused():
-    entry = dict(TP2, name="clash", port=6379, nodes=["a"], tensor_parallel_size=1)
+    gcs = RAY_DEFAULTS["ray_head"]["gcs"]
+    entry = dict(TP2, name="clash", port=gcs, nodes=["a"], tensor_parallel_size=1)
     found = fp.check_cluster_layout({"a": _member("ray_head", models=[entry])}, RAY_DEFAULTS)
     assert len(found) == 1
-    assert found[0].value == 6379 and "Ray (ray_head_ports.gcs)" in found[0].problem
+    assert found[0].value == gcs and "Ray (ray_head_ports.gcs)" in found[0].problem
     assert "sparkfleet_models[0]" in found[0].variable
 
 

@@ -437,11 +437,11 @@ def ray_member_in_another_cluster(fleet):
 
 
 def model_port_on_a_ray_port(fleet):
-    _both(fleet, ["spark-3", "spark-4", "spark-5", "spark-6"], port=6379)
+    _both(fleet, ["spark-3", "spark-4", "spark-5", "spark-6"], port=CHECKS["ray_defaults"]["ray_head"]["gcs"])
 
 
 def model_port_in_ray_worker_range(fleet):
-    _both(fleet, ["spark-3", "spark-4", "spark-5", "spark-6"], port=20100)
+    _both(fleet, ["spark-3", "spark-4", "spark-5", "spark-6"], port=CHECKS["ray_defaults"]["ray_worker"]["min_worker"] + 100)
 
 
 def rendezvous_port_on_an_api_port(fleet):
