@@ -57,6 +57,14 @@ def ray_cluster(host, hostvars, hosts=None):
     return dict(fp.ray_clusters(fleet).get(fp.cluster_name(fleet[host])) or {})
 
 
+def ray_ports(ports, role):
+    """A Ray role's port map: ``ports`` (the role's ``<role>_ports`` as the play sees it) merged over the role's
+    default key by key (``fleet_plan.ray_ports``)."""
+    if ports is not None and not isinstance(ports, dict):
+        raise AnsibleFilterError("ray_ports: %s_ports must be a mapping of Ray port names to ports, got %r" % (role, ports))
+    return fp.ray_ports(role, {role + "_ports": ports} if ports is not None else None)
+
+
 def ray_head_port(head, hostvars=None, name="gcs"):
     """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray_head role's default)."""
     head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}
@@ -80,4 +88,5 @@ class FilterModule(object):
             "ray_cluster": ray_cluster,
             "ray_gcs_port": ray_gcs_port,
             "ray_head_port": ray_head_port,
+            "ray_ports": ray_ports,
         }

@@ -232,12 +232,14 @@ def covers(plan, hosts):
 # ------------------------------------------------------------------ Ray
 
 def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):
-    """The Ray port map of a host in ``role``: the inventory's ``<role>_ports`` (it replaces the
-    role's whole default), else the role's ``defaults/main.yml``."""
+    """The Ray port map of a host in ``role``: the role's default (``defaults/main.yml``) with the inventory's
+    ``<role>_ports`` merged over it key by key, so an inventory moves one port by naming that port alone. A key
+    the default does not have is no Ray port (preflight and the role's own checks refuse it, with the key meant)."""
+    ports = dict(load_role_default(role, role + "_ports", roles_dir) or {})
     own = (host_vars or {}).get(role + "_ports")
     if isinstance(own, dict):
-        return dict(own)
-    return dict(load_role_default(role, role + "_ports", roles_dir) or {})
+        ports.update((key, value) for key, value in own.items() if key in ports)
+    return ports
 
 
 def head_port(name, head_vars=None, roles_dir=ROLES_DIR):

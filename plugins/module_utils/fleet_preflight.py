@@ -649,34 +649,28 @@ def _port_number(value):
 
 
 def check_ray_ports(host, role, ports, defaults):
-    """``ray_head_ports`` / ``ray_worker_ports`` as an inventory sets them. The map replaces the
-    role's default as a whole, so every key of the default must be there (the role renders each),
-    no other key (a misspelt one would be ignored), each an integer port, and the worker range
-    from min_worker up to max_worker. Duplicates are check_cluster_layout's."""
+    """``ray_head_ports`` / ``ray_worker_ports`` as an inventory sets them. The map is merged over the role's
+    default key by key (``fleet_plan.ray_ports``), so it may name only the ports it moves; no other key (a
+    misspelt one would be ignored), each an integer port, and the merged worker range from min_worker up to
+    max_worker. Duplicates are check_cluster_layout's."""
     variable = "%s_ports" % role
     findings = []
     known = sorted(defaults)
-    meant = set()
     for key in sorted(ports, key=str):
         if key in defaults:
             continue
         close = difflib.get_close_matches(str(key), known, n=1)
-        meant.update(close)
         findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
                                 "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
                                 ("rename it to '%s'" % close[0]) if close else
                                 "remove it; the keys are %s" % ", ".join(known)))
     for key in known:
-        if key not in ports:
-            if key not in meant:  # a misspelt key is reported once, as misspelt
-                findings.append(Finding(host, "%s.%s" % (variable, key), None,
-                                        "missing: a %s map set in inventory replaces the role's whole default" % variable,
-                                        "add %s: %s (the default) or another free port" % (key, defaults[key])))
-        elif not _port_number(ports[key]):
+        if key in ports and not _port_number(ports[key]):
             findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
                                     "must be an integer port %d-%d" % (MINIMUM["port"], MAXIMUM["port"]),
                                     "write a port number, e.g. the default %s" % defaults[key]))
-    low, high = ports.get("min_worker"), ports.get("max_worker")
+    merged = dict(defaults, **dict((k, v) for k, v in ports.items() if k in defaults))
+    low, high = merged.get("min_worker"), merged.get("max_worker")
     if _port_number(low) and _port_number(high) and int(low) >= int(high):
         findings.append(Finding(host, "%s.min_worker" % variable, low, "not below max_worker %s" % high,
                                 "make min_worker < max_worker (default %s-%s)" % (
@@ -754,7 +748,8 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
             own = host_vars.get(role + "_ports")
             if isinstance(own, dict):
                 findings.extend(check_ray_ports(host, role, own, ray_defaults.get(role, {})))
-                ports = dict(own)  # an inventory's map replaces the role's whole default
+                # merged over the role's default key by key (fleet_plan.ray_ports); unknown keys are findings above
+                ports.update((key, value) for key, value in own.items() if key in ports)
             for key, port in sorted(ports.items()):
                 if key in ("min_worker", "max_worker"):
                     continue

@@ -65,12 +65,13 @@ def test_inventory_override_of_ray_ports_wins():
     assert got["ray_head_ports.node_manager"] == (head_defaults()["node_manager"],) * 2
 
 
-def test_inventory_ray_ports_replace_the_default_map_as_ansible_does():
-    """The inventory's map replaces the role's whole default (Ansible does not merge it, and the fleet plan
-    reads it so); preflight refuses a map that leaves ports out (case ray_ports_partial_override)."""
+def test_inventory_ray_ports_are_merged_over_the_default_key_by_key():
+    """The inventory's map names only the ports it moves; the others keep the role's default, as the roles, the
+    fleet plan and preflight read it (fleet_plan.ray_ports)."""
     got = internal(fabric_firewall_plan(data(ray_head_ports={"gcs": 7000})))
     assert got["ray_head_ports.gcs"] == (7000, 7000)
-    assert not [why for why in got if why.startswith("ray_head_ports.") and why != "ray_head_ports.gcs"]
+    assert got["ray_head_ports.node_manager"] == (head_defaults()["node_manager"],) * 2
+    assert got["ray_head_ports.min_worker-max_worker"] == (head_defaults()["min_worker"], head_defaults()["max_worker"])
 
 
 @pytest.mark.parametrize("model, host, master, api", [

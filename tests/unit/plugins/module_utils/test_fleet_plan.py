@@ -117,6 +117,15 @@ EXPECTED = {
                                  ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
                      "spark-2": []},
     },
+    # Only the GCS port named in inventory: merged over the role's default key by key, the cluster's GCS port
+    # moves and the head's API model keeps 6379 free to take.
+    "tests/preflight/valid/ray_gcs_port_moved": {
+        "models": [("llama-70b", ["spark-1", "spark-2"], "ray", "192.168.100.10", 29501, 8000)],
+        "ray": {"default": ("spark-1", ["spark-2"], 6400, "192.168.100.10:6400")},
+        "services": {"spark-1": [("qwen3-8b", "sparkfleet-vllm-qwen3-8b", 6379, 0, "head"),
+                                 ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
+                     "spark-2": []},
+    },
     # Two Ray clusters: each has its own head, members and address; verify and the health probe count a
     # cluster's members from here, not every host of groups ray_head and ray_workers.
     "tests/preflight/valid/two_ray_clusters": {
@@ -167,6 +176,7 @@ RAY_FOLLOWERS = {
     "tests/preflight/valid/eight_mixed": {"spark-4": [("llama-405b", 1)], "spark-5": [("llama-405b", 2)],
                                           "spark-6": [("llama-405b", 3)]},
     "tests/preflight/valid/ray_ports_overridden": {"spark-2": [("llama-70b", 1)]},
+    "tests/preflight/valid/ray_gcs_port_moved": {"spark-2": [("llama-70b", 1)]},
     "tests/preflight/valid/two_ray_clusters": {"spark-2": [("llama-70b", 1)], "spark-4": [("qwen3-235b", 1)]},
 }
 
@@ -352,8 +362,12 @@ def test_the_gcs_port_has_one_home():
     assert fp.gcs_port({}) == GCS_DEFAULT
     assert fp.gcs_port({"ray_head_ports": dict(fp.ray_ports("ray_head"), gcs="7000")}) == 7000
     assert plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001
-    with pytest.raises(AnsibleFilterError, match="no gcs port"):
-        plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"dashboard": 8265}}})
+    # Merged key by key: a map that moves another port keeps the default GCS port; a key that is no Ray port
+    # is not merged (preflight refuses it, naming the key meant).
+    assert plan_filter.ray_gcs_port("h", {"h": {"ray_head_ports": {"dashboard": 8265}}}) == GCS_DEFAULT
+    assert fp.ray_ports("ray_head", {"ray_head_ports": {"gsc": 7002}}) == fp.ray_ports("ray_head")
+    assert plan_filter.FilterModule().filters()["ray_ports"]({"gcs": 7003}, "ray_head") == dict(
+        fp.ray_ports("ray_head"), gcs=7003)
 
 
 def test_the_dashboard_port_has_one_home():
@@ -362,8 +376,9 @@ def test_the_dashboard_port_has_one_home():
     assert plan_filter.ray_head_port("h", {"h": {}}, "dashboard") == default
     assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 1, "dashboard": "9265"}}}, "dashboard") == 9265
     assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001
-    with pytest.raises(AnsibleFilterError, match="no dashboard port"):
-        plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}, "dashboard")
+    assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}, "dashboard") == default
+    with pytest.raises(AnsibleFilterError, match="no nonsense port"):
+        plan_filter.ray_head_port("h", {"h": {}}, "nonsense")
     fleet = {"a": {"group_names": ["sparks", "ray_head"], "ray_head_ports": {"gcs": 7000, "dashboard": 9265}},
              "b": {"group_names": ["sparks", "ray_workers"]}}
     (cluster,) = fp.ray_clusters(fleet).values()

@@ -297,7 +297,6 @@ def _ray_port_cases():
                                       id="%s-%s-out-of-range" % (role, key)))
             cases.append(pytest.param(role, {_misspell(key): defaults[key]}, (key,), "%s.%s" % (variable, _misspell(key)),
                                       defaults[key], id="%s-%s-misspelt" % (role, key)))
-            cases.append(pytest.param(role, {}, (key,), "%s.%s" % (variable, key), None, id="%s-%s-missing" % (role, key)))
         cases.append(pytest.param(role, {"min_worker": defaults["max_worker"] + 1}, (), "%s.min_worker" % variable,
                                   defaults["max_worker"] + 1, id="%s-worker-range-reversed" % role))
         first, second = sorted(k for k in defaults if k not in ("min_worker", "max_worker"))[:2]
@@ -308,7 +307,8 @@ def _ray_port_cases():
 
 @pytest.mark.parametrize("role, patch, remove, named, value", _ray_port_cases())
 def test_each_ray_port_mistake_is_found_before_the_ray_role_runs(role, patch, remove, named, value):
-    """An inventory's ray_*_ports replaces the whole map: each key must be there, an integer port, once."""
+    """An inventory's ray_*_ports is merged over the role's default key by key: each key it names must be a
+    known one, an integer port, used once."""
     fleet = valid_fleet()
     host = RAY_HOSTS[role]
     ports = _ray_ports(role)
@@ -319,6 +319,18 @@ def test_each_ray_port_mistake_is_found_before_the_ray_role_runs(role, patch, re
     finding = _only(preflight(fleet), host, named, value)
     if named.split(".")[1] not in _ray_ports(role) and value is not None:
         assert finding.fix == "rename it to '%s'" % [k for k in _ray_ports(role) if _misspell(k) == named.split(".")[1]][0]
+
+
+@pytest.mark.parametrize("role", sorted(RAY_HOSTS))
+def test_a_ray_port_map_may_name_only_the_ports_it_moves(role):
+    """Merged key by key: one port named alone is no finding, and the plan's Ray ports move with it."""
+    fleet = valid_fleet()
+    host = RAY_HOSTS[role]
+    key = sorted(k for k in _ray_ports(role) if k not in ("min_worker", "max_worker"))[0]
+    fleet[host]["%s_ports" % role] = {key: 41000}
+    assert preflight(fleet) == []
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
+    assert fleet_plan.ray_ports(role, fleet[host]) == dict(_ray_ports(role), **{key: 41000})
 
 
 def test_ray_ports_of_a_host_outside_any_ray_group_are_not_read():
