@@ -82,7 +82,7 @@ class ActionModule(ActionBase):
         hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
         all_hostvars = task_vars["hostvars"]
         if self._task.args.get("plan_only"):
-            return self._plan_only(result, hosts, all_hostvars)
+            return self._plan_only(result, hosts, all_hostvars, task_vars)
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
         plan, findings = fp.judge_fleet(fleet, role_specs, fleet_checks())
@@ -107,14 +107,13 @@ class ActionModule(ActionBase):
             result["msg"] = "Preflight: %d host(s) checked, no problems" % len(hosts)
         return result
 
-    def _plan_only(self, result, hosts, all_hostvars):
-        """The fleet plan every reader needs (role sparkfleet.gb10.plan): the one stored this run where every
-        play host holds one covering the fleet (preflight's, with its memory arithmetic), else built here from
-        the hosts' variables with the plan's own function, for a role run without preflight."""
-        play_hosts = list(self._task.args.get("hosts") or [])
-        stored = [((all_hostvars[h].get("ansible_facts") or {}).get("sparkfleet_plan")) for h in play_hosts]
-        if stored and all(fleet_plan.covers(p, hosts) for p in stored):
-            result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on every host")
+    def _plan_only(self, result, hosts, all_hostvars, task_vars):
+        """The fleet plan every reader needs (role sparkfleet.gb10.plan), for the host this task runs for: the
+        one stored this run where it holds one covering the fleet (preflight's, with its memory arithmetic), else
+        built here from the hosts' variables with the plan's own function, for a role run without preflight."""
+        stored = (task_vars.get("ansible_facts") or {}).get("sparkfleet_plan")
+        if fleet_plan.covers(stored, hosts):
+            result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on this host")
             return result
         try:
             plan = plain_data(fleet_plan.build(dict(

@@ -105,7 +105,7 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
         own = (ray_ports or {}).get(role)
         if own is not None and not isinstance(own, dict):
             raise FirewallError("%s_ports=%r: must be a mapping of Ray port names to ports" % (role, own))
-        # As Ansible sets it and the plan reads it: the inventory's map replaces the role's whole default.
+        # As the roles and the plan read it: the inventory's map merged over the role's default key by key.
         ports = fleet_plan.ray_ports(role, {role + "_ports": own} if own is not None else None, roles_dir)
         for key, port in sorted(ports.items()):
             if key in ("min_worker", "max_worker"):

@@ -20,6 +20,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 UNIT_DIR = "/etc/systemd/system"
 KEYED = ("file", "inventory", "generated")
 # Keys the role writes into the service's secrets file (EnvironmentFile) itself.
@@ -63,7 +65,7 @@ def units(services, model_store_dir, secrets_dir, inventory_key=False, hf_token=
             "nodes": service["nodes"], "port": service["port"], "served_name": service["served_name"],
             "unit": service["unit"], "unit_file": "%s/%s.service" % (UNIT_DIR, service["unit"]),
             "key": key, "env_file": env_file, "key_file": posixpath.join(secrets_dir, model["name"] + ".key"),
-            "guarded": key in KEYED and bool(api_guard), "stored": stored,
+            "guarded": key in KEYED and boolean(api_guard, strict=False), "stored": stored,
         })
     return out
 

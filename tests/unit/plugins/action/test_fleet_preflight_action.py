@@ -81,7 +81,9 @@ PLAN_ONLY_PLAY = """
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   roles:
+    # A dependency inherits its role's `when`; the play's first host skips it, the others still get the plan.
     - role: sparkfleet.gb10.plan
+      when: inventory_hostname != ansible_play_hosts_all[0]
 
 - hosts: sparks
   connection: local
@@ -89,17 +91,20 @@ PLAN_ONLY_PLAY = """
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   tasks:
+    - name: Keep the plan each host holds after the first play
+      ansible.builtin.set_fact:
+        __first: "{{ ansible_facts.sparkfleet_plan | default(none) }}"
+
     - name: Plan again (a second role of the run that reads the plan)
       sparkfleet.gb10.fleet_preflight:
         plan_only: true
         hosts: "{{ ansible_play_hosts_all }}"
         fleet_hosts: "{{ groups['sparks'] }}"
-      run_once: true
       register: __again
 
     - name: Keep the plan each host holds and what the second planning said
       ansible.builtin.copy:
-        content: "{{ {'plan': ansible_facts.sparkfleet_plan, 'again': __again.msg} | to_json }}"
+        content: "{{ {'first': __first, 'plan': ansible_facts.sparkfleet_plan, 'again': __again.msg} | to_json }}"
         dest: "%(out)s/{{ inventory_hostname }}.json"
         mode: "0600"
       delegate_to: localhost
@@ -130,6 +135,9 @@ def test_a_role_run_alone_gets_the_plan_of_the_inventory_once(tmp_path):
     for host, got in seen.items():
         # Under --limit the whole group is planned: spark-3's cluster keeps its members.
         assert got["plan"] == json.loads(json.dumps(expected)), host
-        assert got["again"] == "The fleet plan of this run is stored on every host"
+    # spark-3, the first host, skipped the role: it plans in the second play; spark-4 had it from the first.
+    assert seen["spark-3"]["first"] is None and seen["spark-4"]["first"] == seen["spark-4"]["plan"]
+    assert seen["spark-3"]["again"].startswith("Planned ")
+    assert seen["spark-4"]["again"] == "The fleet plan of this run is stored on this host"
     for name in os.listdir(str(cache)):
         assert "__ansible_type" not in (cache / name).read_text()

@@ -333,6 +333,14 @@ def test_a_ray_port_map_may_name_only_the_ports_it_moves(role):
     assert fleet_plan.ray_ports(role, fleet[host]) == dict(_ray_ports(role), **{key: 41000})
 
 
+def test_an_executor_vllm_service_cannot_run_is_refused_before_anything_changes():
+    """vllm_service_executor is read by the plan (as vllm_service reads it): a value that is neither mp nor ray
+    is refused by its argument spec, naming the variable."""
+    fleet = valid_fleet()
+    fleet[HOST]["vllm_service_executor"] = "rya"
+    assert [(f.host, f.variable) for f in preflight(fleet)] == [(HOST, "vllm_service_executor")]
+
+
 def test_ray_ports_of_a_host_outside_any_ray_group_are_not_read():
     fleet = valid_fleet()
     fleet[HOST]["ray_head_ports"] = {"gcs": 6379}

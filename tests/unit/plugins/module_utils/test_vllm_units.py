@@ -35,6 +35,9 @@ def test_where_each_key_comes_from():
     assert records(inventory_key=True)["plain"]["key"] == "inventory"
     assert records(inventory_key=True)["own-file"]["key"] == "file"  # the entry's own file wins
     assert not any(u["guarded"] for u in records(api_guard=False).values())
+    # As Ansible reads a boolean: "false" from -e or an INI inventory turns the guard off too.
+    assert not any(u["guarded"] for u in records(api_guard="false").values())
+    assert records(api_guard="yes")["plain"]["guarded"] is True
     # api_key: null reads as none too (YAML null), as the role has always read it.
     service = dict(services()[2], model=dict(services()[2]["model"], api_key=None))
     assert vu.key_source(service, True) == "none"
