@@ -17,13 +17,16 @@ from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import p
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 INVENTORY = os.path.join(REPO, "tests", "preflight", "valid", "two_ray_clusters", "hosts.yml")
 
-PLAY = """
+# The header of every play here: the inventory's sparks, on the controller.
+LOCAL_PLAY = """
 - hosts: sparks
   connection: local
   gather_facts: false
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
-  tasks:
+"""
+
+PLAY = LOCAL_PLAY + """  tasks:
     - name: Check and plan the fleet
       sparkfleet.gb10.fleet_preflight:
         hosts: "{{ ansible_play_hosts_all }}"
@@ -54,15 +57,21 @@ def test_plain_data_drops_tags_and_keeps_values():
     assert type(plain["spark-1"]["ok"]) is bool and type(list(plain)[0]) is str
 
 
-def test_the_stored_plan_has_no_tags_in_a_persistent_fact_cache(tmp_path):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
+def _run_with_fact_cache(play, tmp_path, *args):
+    """ansible-playbook on the inventory with a persistent (jsonfile) fact cache; the cache's directory."""
     cache = tmp_path / "facts"
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="jsonfile",
                ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache))
-    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY, str(play)],
-                          cwd=REPO, capture_output=True, text=True, env=env)
+    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY, str(play)]
+                          + list(args), cwd=REPO, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return cache
+
+
+def test_the_stored_plan_has_no_tags_in_a_persistent_fact_cache(tmp_path):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    cache = _run_with_fact_cache(play, tmp_path)
     # One file per host, named by the host after the cache's schema prefix (s1_ in ansible-core 2.19).
     stored = dict((re.sub(r"^s\d+_", "", name), name) for name in os.listdir(str(cache)))
     assert sorted(stored) == ["spark-1", "spark-2", "spark-3", "spark-4"]
@@ -74,23 +83,12 @@ def test_the_stored_plan_has_no_tags_in_a_persistent_fact_cache(tmp_path):
         assert "__ansible_type" not in text, "%s: the stored plan carries tagged values" % host
 
 
-PLAN_ONLY_PLAY = """
-- hosts: sparks
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-  roles:
+PLAN_ONLY_PLAY = LOCAL_PLAY + """  roles:
     # A dependency inherits its role's `when`; the play's first host skips it, the others still get the plan.
     - role: sparkfleet.gb10.plan
       when: inventory_hostname != ansible_play_hosts_all[0]
 
-- hosts: sparks
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-  tasks:
+""" + LOCAL_PLAY + """  tasks:
     - name: Keep the plan each host holds after the first play
       ansible.builtin.set_fact:
         __first: "{{ ansible_facts.sparkfleet_plan | default(none) }}"
@@ -122,12 +120,7 @@ def test_a_role_run_alone_gets_the_plan_of_the_inventory_once(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     play.write_text(PLAN_ONLY_PLAY % {"out": out})
-    cache = tmp_path / "facts"
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="jsonfile",
-               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache))
-    proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY, str(play),
-                           "--limit", "spark-3,spark-4"], cwd=REPO, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cache = _run_with_fact_cache(play, tmp_path, "--limit", "spark-3,spark-4")
     fleet = load_fleet(os.path.dirname(INVENTORY), fp.PLAN_INPUTS)
     expected = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
     seen = dict((name[:-5], json.loads((out / name).read_text())) for name in os.listdir(str(out)))

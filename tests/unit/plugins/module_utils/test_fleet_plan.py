@@ -117,15 +117,6 @@ EXPECTED = {
                                  ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
                      "spark-2": []},
     },
-    # Only the GCS port named in inventory: merged over the role's default key by key, the cluster's GCS port
-    # moves and the head's API model keeps 6379 free to take.
-    "tests/preflight/valid/ray_gcs_port_moved": {
-        "models": [("llama-70b", ["spark-1", "spark-2"], "ray", "192.168.100.10", 29501, 8000)],
-        "ray": {"default": ("spark-1", ["spark-2"], 6400, "192.168.100.10:6400")},
-        "services": {"spark-1": [("qwen3-8b", "sparkfleet-vllm-qwen3-8b", 6379, 0, "head"),
-                                 ("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")],
-                     "spark-2": []},
-    },
     # Two Ray clusters: each has its own head, members and address; verify and the health probe count a
     # cluster's members from here, not every host of groups ray_head and ray_workers.
     "tests/preflight/valid/two_ray_clusters": {
@@ -137,6 +128,10 @@ EXPECTED = {
                      "spark-3": [("qwen3-235b", "sparkfleet-vllm-qwen3-235b", 8000, 0, "head")], "spark-4": []},
     },
 }
+
+# Only the GCS port named in inventory, merged over the role's default key by key: the same plan as the whole
+# map of ray_ports_overridden (the cluster's GCS port moves to 6400, the head's model takes 6379).
+EXPECTED["tests/preflight/valid/ray_gcs_port_moved"] = EXPECTED["tests/preflight/valid/ray_ports_overridden"]
 
 
 def test_every_inventory_has_its_expected_plan():
