@@ -58,9 +58,7 @@ def fleet_checks(roles_dir=ROLES_DIR):
         "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
         "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
         "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
-        "ray_defaults": dict(
-            (role, fp.load_role_defaults(roles_dir, role).get(role + "_ports") or {})
-            for role in ("ray_head", "ray_worker")),
+        "ray_defaults": dict((role, fleet_plan.default_ray_ports(role, roles_dir)) for role in ("ray_head", "ray_worker")),
         "node_exporter_port": fp.load_role_defaults(roles_dir, "fleet_health").get("fleet_health_node_exporter_port"),
         "utilization": {
             "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),

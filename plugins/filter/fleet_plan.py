@@ -66,7 +66,7 @@ def ray_ports(ports, role):
 
 
 def ray_head_port(head, hostvars=None, name="gcs"):
-    """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray_head role's default)."""
+    """Port ``name`` of the Ray head ``head`` (its ``ray_head_ports``, else the ray role's default)."""
     head_vars = fp.plan_inputs(hostvars[head]) if hostvars is not None and head in hostvars else {}
     port = fp.head_port(name, head_vars)
     if port is None:

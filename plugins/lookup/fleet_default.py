@@ -16,7 +16,7 @@ description:
     C(sparkfleet_model_store_dir), C(sparkfleet_fabric_ifname), and the Ray units' C(ray_head_service_name) and
     C(ray_worker_service_name)), the host's value of that variable comes first, an empty one counting as unset. So
     the rule "the inventory's value, else the default" is written here once, and every reader asks the lookup alone.
-  - A role default that itself defers to this lookup (C(ray_head_service_name) in ray_head's defaults) is not an
+  - A role default that itself defers to this lookup (C(ray_head_service_name) in the ray role's defaults) is not an
     inventory value and is passed over.
 options:
   _terms:

@@ -4,7 +4,7 @@
 """The host firewall of sparkfleet.gb10 (role fabric_firewall): which ports are internal,
 which are the API, and the nftables table that keeps the internal ones on the fabric.
 
-One source of truth: the ports come from the variables the services read (the Ray roles'
+One source of truth: the ports come from the variables the services read (the ray role's
 ``*_ports``, the model entries' ``port`` and ``master_port`` with the defaults of the entry
 schema, ``model_store_rsync_port``, the NCCL builder's ``nccl_rsync_port``), taking a role's
 default from its ``defaults/main.yml`` when the inventory does not set the variable. No port

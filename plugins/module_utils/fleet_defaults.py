@@ -20,27 +20,27 @@ from __future__ import annotations
 # name: (default, the inventory variable that sets it for every role or None, who writes it, who reads it)
 FLEET_DEFAULTS = {
     "venv_path": ("/opt/sparkfleet/venv", "sparkfleet_venv_path",
-                  "vllm_venv builds it", "ray_head, ray_worker, vllm_service, fleet_verify, fleet_health"),
+                  "vllm_venv builds it", "ray, vllm_service, fleet_verify, fleet_health"),
     "service_user": ("sparkfleet", "sparkfleet_service_user",
-                     "ray_head, ray_worker and vllm_service run as it", "the same roles"),
+                     "ray and vllm_service run as it", "the same roles"),
     "model_store_dir": ("/var/lib/sparkfleet/models", "sparkfleet_model_store_dir",
                         "model_store places each model with a source in <dir>/<name>", "vllm_service serves it from there"),
     "fabric_ifname": ("enp1s0f1np1", "sparkfleet_fabric_ifname",
                       "qsfp_network configures it (the cabled half of QSFP port 1)",
-                      "ray_head, ray_worker, vllm_service (NCCL/Gloo/UCX interface), fleet_verify, fleet_health, "
+                      "ray, vllm_service (NCCL/Gloo/UCX interface), fleet_verify, fleet_health, "
                       "preflight, the summary"),
     "nccl_env_file": ("/etc/sparkfleet/nccl.env", None,
                       "nccl writes LD_LIBRARY_PATH and VLLM_NCCL_SO_PATH of the NCCL it built",
-                      "ray_head, ray_worker and vllm_service load it (EnvironmentFile), fleet_health checks it"),
+                      "ray and vllm_service load it (EnvironmentFile), fleet_health checks it"),
     "ray_auth_token_file": ("/etc/sparkfleet/ray/auth_token", None,
-                            "ray_head writes the cluster's token", "ray_worker, vllm_service (ray executor), "
+                            "ray writes the cluster's token on the head", "ray (on workers), vllm_service (ray executor), "
                             "fleet_verify and fleet_health pass it to Ray"),
     "venv_freeze_name": ("sparkfleet-freeze.txt", None,
                          "vllm_venv writes the virtualenv's pip freeze into <venv_path>/<this name>",
-                         "ray_head, ray_worker and vllm_service restart their units when it changes (start_inputs)"),
-    "ray_head_unit": ("sparkfleet-ray-head", "ray_head_service_name", "ray_head installs the Ray head's systemd unit under this name",
+                         "ray and vllm_service restart their units when it changes (start_inputs)"),
+    "ray_head_unit": ("sparkfleet-ray-head", "ray_head_service_name", "ray installs the Ray head's systemd unit under this name",
                       "fleet_verify (the NCCL its process loaded), fleet_health (the unit's state)"),
-    "ray_worker_unit": ("sparkfleet-ray-worker", "ray_worker_service_name", "ray_worker installs a Ray worker's systemd unit under this name",
+    "ray_worker_unit": ("sparkfleet-ray-worker", "ray_worker_service_name", "ray installs a Ray worker's systemd unit under this name",
                         "fleet_verify (the NCCL its process loaded), fleet_health (the unit's state)"),
     "gpu_gate_file": ("/var/lib/sparkfleet/gpu-gate.json", None,
                       "vllm_venv's GPU gate records what CUDA reports (total memory, torch, compute capability)",

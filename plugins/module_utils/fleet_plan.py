@@ -18,9 +18,9 @@ fabric address, Ray group and cluster, executor, Ray ports, vLLM unit prefix:
 Preflight (``fleet_preflight``) checks the inventory with these functions and
 builds the plan of a fleet it accepts; the ``sparkfleet.gb10.fleet_plan``,
 ``fleet_services``, ``ray_cluster`` and ``ray_gcs_port`` filters put the same functions in front of
-the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, ``model_store``, the Ray roles).
+the roles (``vllm_service``, ``fleet_verify``, ``fleet_health``, ``model_store``, ``ray``).
 No port number is written here: the model entry's come from its schema
-(``model_entry``), Ray's from the ``ray_head`` role's defaults (``ray_head_ports``),
+(``model_entry``), Ray's from the ``ray`` role's defaults (``ray_head_ports``),
 which an inventory may override on the head.
 
 Pure Python, unit tested on every example inventory (``tests/unit/plugins/module_utils/test_fleet_plan.py``).
@@ -39,6 +39,8 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
 
 ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
+# The role that runs Ray (head or worker); its defaults hold both port maps, ray_head_ports and ray_worker_ports.
+RAY_ROLE = "ray"
 
 DEFAULT_PORT = MODEL_ENTRY_SPEC["port"]["default"]
 DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
@@ -231,11 +233,17 @@ def covers(plan, hosts):
 
 # ------------------------------------------------------------------ Ray
 
+def default_ray_ports(role, roles_dir=ROLES_DIR):
+    """The ray role's default port map of a ``ray_head`` or a ``ray_worker`` (``{}`` when it has none)."""
+    return load_role_default(RAY_ROLE, role + "_ports", roles_dir) or {}
+
+
 def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):
-    """The Ray port map of a host in ``role``: the role's default (``defaults/main.yml``) with the inventory's
-    ``<role>_ports`` merged over it key by key, so an inventory moves one port by naming that port alone. A key
-    the default does not have is no Ray port (preflight and the role's own checks refuse it, with the key meant)."""
-    ports = dict(load_role_default(role, role + "_ports", roles_dir) or {})
+    """The Ray port map of a host in ``role`` (``ray_head`` or ``ray_worker``): the ray role's default
+    ``<role>_ports`` (``defaults/main.yml``) with the inventory's ``<role>_ports`` merged over it key by key, so an
+    inventory moves one port by naming that port alone. A key the default does not have is no Ray port (preflight
+    and the role's own checks refuse it, with the key meant)."""
+    ports = dict(default_ray_ports(role, roles_dir))
     own = (host_vars or {}).get(role + "_ports")
     if isinstance(own, dict):
         ports.update((key, value) for key, value in own.items() if key in ports)
@@ -244,7 +252,7 @@ def ray_ports(role, host_vars=None, roles_dir=ROLES_DIR):
 
 def head_port(name, head_vars=None, roles_dir=ROLES_DIR):
     """One port of a Ray head, ``ray_head_ports[name]`` (the inventory's map on the head, else the
-    ray_head role's default); None when the map has no such port."""
+    ray role's default); None when the map has no such port."""
     port = ray_ports("ray_head", head_vars, roles_dir).get(name)
     if isinstance(port, str) and port.strip().isdigit():
         port = int(port)

@@ -166,7 +166,7 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
 
 
 
-# The fleet plan reads the models, Ray roles and clusters; preflight checks what it reads.
+# The fleet plan reads the models, Ray heads, workers and clusters; preflight checks what it reads.
 _models_var = fleet_plan.models_var
 _models = fleet_plan.host_models
 _entry = fleet_plan.strip_placement
@@ -429,11 +429,11 @@ def check_model_sources(fleet):
 
 # Every environment the inventory adds to a unit that runs vLLM's model code: the vLLM units, and the Ray
 # units, under whose environment the ray executor's GPU workers run.
-SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_head_environment", "ray_worker_environment")
+SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_environment")
 
 
 # The roles' own names for the services' account (each defaults to the fleet's service_user).
-SERVICE_USER_VARIABLES = ("ray_head_user", "ray_worker_user", "vllm_service_user")
+SERVICE_USER_VARIABLES = ("ray_user", "vllm_service_user")
 
 
 def check_fleet_variables(fleet):

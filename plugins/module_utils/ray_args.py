@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What ``ray start`` is started with on a head or a worker: its argv and the environment of every Ray process
 of the node. Pure Python behind the filters ``ray_args`` and ``ray_env`` (plugins/filter/ray_args.py), which the
-ray_head and ray_worker roles render their units and environment files from; the contract tests check every
+ray role renders their units and environment files from; the contract tests check every
 rendered argv against the pinned Ray's own ``ray start`` options.
 
 Why the environment holds what it holds (the rule book has the reasons): token authentication with the token in

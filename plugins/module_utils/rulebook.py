@@ -362,8 +362,8 @@ RULES = (
         "and measured every SM121 rule here (TRITON_ATTN, --moe-backend marlin) on vLLM 0.19.0. "
         "vLLM 0.19.0 requires torch 2.10.0 (whose Triton is 3.6.0) and transformers >=4.56,<5, so "
         "004's Triton and Transformers pins stay and vLLM moves to 0.19.0. No document pins Ray; "
-        "2.60.0 is pinned because it has token authentication (RAY_AUTH_MODE=token), which the Ray "
-        "roles turn on, and it is the version the cluster scenario runs.",
+        "2.60.0 is pinned because it has token authentication (RAY_AUTH_MODE=token), which the ray "
+        "role turns on, and it is the version the cluster scenario runs.",
     ),
     Rule(
         "torch_cuda_build",

@@ -15,7 +15,7 @@ description:
     whose primary group, shell or home directory differ is changed with C(usermod) (its home is not moved); a path
     that exists where the home should be is left as it is.
   - One round trip instead of an M(ansible.builtin.group) and an M(ansible.builtin.user) task. Used by
-    C(sparkfleet.gb10.ray_head), C(ray_worker) and C(vllm_service), which run as the same account by default
+    C(sparkfleet.gb10.ray) and C(vllm_service), which run as the same account by default
     (the fleet default C(service_user)), so the account's shape is written here once.
   - Uses C(groupadd), C(useradd) and C(usermod) (the shadow tools of Debian and Ubuntu).
 version_added: "1.0.0"

@@ -15,7 +15,7 @@ description:
     C(absent) for a file that is not there. The Ray and vLLM units carry these lines, so a new version
     set or NCCL build changes the unit file and restarts the service once, and only then.
   - An empty path is skipped (an input the role was told not to load).
-  - Read-only; used by C(sparkfleet.gb10.ray_head), C(ray_worker) and C(vllm_service) for their units, and by
+  - Read-only; used by C(sparkfleet.gb10.ray) and C(vllm_service) for their units, and by
     C(vllm_venv) for the inputs of its install stamp (one call for all of them).
 version_added: "1.0.0"
 author: sparkfleet.gb10 developers

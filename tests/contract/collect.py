@@ -180,17 +180,15 @@ def collect(rendered):
                 items["vllm"].append({"argv": unit_exec_start(unit), "origin": label})
                 for key, value in unit_environment(unit).items():
                     items["env"].append({"name": key, "value": value, "origin": label})
-            for role, unit_key, env_key, tmpl in (
-                    ("ray_head", "ray_head_unit", "ray_head_env", "ray-head.service.j2"),
-                    ("ray_worker", "ray_worker_unit", "ray_worker_env", "ray-worker.service.j2")):
-                if out.get(unit_key):
-                    items["ray"].append({"argv": unit_exec_start(out[unit_key]),
-                                         "origin": "%s, roles/%s/templates/%s (_%s_argv in roles/%s/vars/main.yml)"
-                                         % (where, role, tmpl, role, role)})
-                if out.get(env_key):
-                    for key, value in env_file(out[env_key]).items():
+            for kind in ("head", "worker"):
+                if out.get("ray_%s_unit" % kind):
+                    items["ray"].append({"argv": unit_exec_start(out["ray_%s_unit" % kind]),
+                                         "origin": "%s, Ray %s, roles/ray/templates/ray.service.j2 (_ray_argv in "
+                                                   "roles/ray/vars/main.yml)" % (where, kind)})
+                if out.get("ray_%s_env" % kind):
+                    for key, value in env_file(out["ray_%s_env" % kind]).items():
                         items["env"].append({"name": key, "value": value,
-                                             "origin": "%s, roles/%s/templates/ray.env.j2" % (where, role)})
+                                             "origin": "%s, Ray %s, roles/ray/templates/ray.env.j2" % (where, kind)})
             for key, value in env_file(out.get("nccl_env")).items():
                 items["env"].append({"name": key, "value": value,
                                      "origin": "%s, roles/nccl/templates/nccl.env.j2" % where})

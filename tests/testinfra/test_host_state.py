@@ -85,9 +85,8 @@ def _environment_files(host, unit):
 
 def test_secrets_and_environment_files(host, hostvars, served_models):
     """What systemd loads into the units as root belongs to root and only root writes it; secrets are 0600."""
-    head = hostvars.in_group("ray_head")
-    token_files = {hostvars["ray_head_auth_token_file"] if head else hostvars["ray_worker_auth_token_file"]}
-    owner = hostvars["ray_head_user"] if head else hostvars["ray_worker_user"]
+    token_files = {hostvars["ray_auth_token_file"]}
+    owner = hostvars["ray_user"]
     secrets_dir = hostvars["vllm_service_secrets_dir"]
     seen = []
     for unit in _units(hostvars, served_models)[:-1]:

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The units fleet_verify checks for the NCCL they loaded, and the Ray units fleet_health watches, are the ones the
-fleet plan and the Ray roles name (an inventory's vllm_service_unit_prefix and ray_head_service_name included),
+fleet plan and the ray role name (an inventory's vllm_service_unit_prefix and ray_head_service_name included),
 not a pattern of the default names: a renamed unit was not checked at all, and a host in no Ray group with no
 model must check none (systemctl list-units with no pattern lists every service)."""
 

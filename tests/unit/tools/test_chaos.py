@@ -87,14 +87,14 @@ def test_unit_names_and_ray_settings_come_from_the_role_defaults():
     # The Ray units are named by the fleet defaults the roles' own defaults read (a unit name, not a template).
     assert chaos.RAY_HEAD == FLEET_DEFAULTS["ray_head_unit"][0] + ".service"
     assert chaos.RAY_WORKER == FLEET_DEFAULTS["ray_worker_unit"][0] + ".service"
-    assert "fleet_default', 'ray_head_unit'" in default("ray_head", "ray_head_service_name")
-    assert "fleet_default', 'ray_worker_unit'" in default("ray_worker", "ray_worker_service_name")
+    assert "fleet_default', 'ray_head_unit'" in default("ray", "ray_head_service_name")
+    assert "fleet_default', 'ray_worker_unit'" in default("ray", "ray_worker_service_name")
     assert "{" not in chaos.RAY_HEAD + chaos.RAY_WORKER
     assert chaos.PROBE == default("fleet_health", "fleet_health_unit_name") + ".service"
     assert chaos.FIREWALL == default("fabric_firewall", "fabric_firewall_unit") + ".service"
-    assert chaos.RAY_DASHBOARD_PORT == default("ray_head", "ray_head_ports")["dashboard"]
+    assert chaos.RAY_DASHBOARD_PORT == default("ray", "ray_head_ports")["dashboard"]
     assert chaos.RAY_TOKEN_FILE == FLEET_DEFAULTS["ray_auth_token_file"][0]
-    assert "fleet_default', 'ray_auth_token_file'" in default("ray_head", "ray_head_auth_token_file")
+    assert "fleet_default', 'ray_auth_token_file'" in default("ray", "ray_auth_token_file")
     assert (chaos.FIREWALL, chaos.RAY_WORKER) in chaos.BOOT_ORDER
 
 

@@ -34,7 +34,7 @@ def internal(plan):
 
 
 def head_defaults():
-    return fw.load_role_default("ray_head", "ray_head_ports")
+    return fw.load_role_default("ray", "ray_head_ports")
 
 
 def test_ray_head_ports_come_from_the_role_defaults():

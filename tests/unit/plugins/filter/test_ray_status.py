@@ -46,7 +46,7 @@ def test_not_ray_status_output():
 
 
 def test_state_api_fields_the_worker_role_polls():
-    """roles/ray_worker waits for an entry with state ALIVE and its node_ip in `ray list nodes`."""
+    """roles/ray waits, on a worker, for an entry with state ALIVE and its node_ip in `ray list nodes`."""
     alive = json.loads(recording("list-nodes-two-alive.json"))
     dead = json.loads(recording("list-nodes-worker-dead.json"))
     assert {(n["node_ip"], n["state"]) for n in alive} == {("10.77.0.1", "ALIVE"), ("10.77.0.2", "ALIVE")}

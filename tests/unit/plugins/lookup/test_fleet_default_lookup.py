@@ -57,10 +57,10 @@ def test_roles_that_share_a_default_agree():
         for name in re.findall(r"fleet_default', '(\w+)'", _code(path)):
             readers.setdefault(name, set()).add(role)
     assert set(readers) == set(FLEET_DEFAULTS)
-    assert readers["service_user"] == {"ray_head", "ray_worker", "vllm_service"}
-    assert readers["venv_freeze_name"] == {"vllm_venv", "ray_head", "ray_worker", "vllm_service"}
-    assert {"nccl", "ray_head", "ray_worker", "vllm_service", "fleet_health"} <= readers["nccl_env_file"]
-    assert {"ray_head", "fleet_verify", "fleet_health"} <= readers["ray_head_unit"]
-    assert {"ray_worker", "fleet_verify", "fleet_health"} <= readers["ray_worker_unit"]
-    with open(os.path.join(TOP, "roles", "ray_head", "defaults", "main.yml")) as handle:
-        assert "ray_auth_token_file" in yaml.safe_load(handle)["ray_head_auth_token_file"]
+    assert readers["service_user"] == {"ray", "vllm_service"}
+    assert readers["venv_freeze_name"] == {"vllm_venv", "ray", "vllm_service"}
+    assert {"nccl", "ray", "vllm_service", "fleet_health"} <= readers["nccl_env_file"]
+    assert {"ray", "fleet_verify", "fleet_health"} <= readers["ray_head_unit"]
+    assert {"ray", "fleet_verify", "fleet_health"} <= readers["ray_worker_unit"]
+    with open(os.path.join(TOP, "roles", "ray", "defaults", "main.yml")) as handle:
+        assert "ray_auth_token_file" in yaml.safe_load(handle)["ray_auth_token_file"]

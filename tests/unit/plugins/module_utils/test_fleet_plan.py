@@ -21,7 +21,7 @@ from inventory_loader import load_fleet
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 NAMES = fp.PLAN_INPUTS + ("sparkfleet_ray_head_host", "sparkfleet_fabric_subnet")
-GCS_DEFAULT = fp.load_role_default("ray_head", "ray_head_ports")["gcs"]
+GCS_DEFAULT = fp.default_ray_ports("ray_head")["gcs"]
 CHECKS = fleet_checks(os.path.join(TOP, "roles"))
 ROLE_SPECS = pre.load_role_specs(os.path.join(TOP, "roles"))
 _LOADED = {}
@@ -367,7 +367,7 @@ def test_the_gcs_port_has_one_home():
 
 def test_the_dashboard_port_has_one_home():
     # the ray_worker role's membership check and the plan read the head's map, not a copy of 8265
-    default = fp.load_role_default("ray_head", "ray_head_ports")["dashboard"]
+    default = fp.default_ray_ports("ray_head")["dashboard"]
     assert plan_filter.ray_head_port("h", {"h": {}}, "dashboard") == default
     assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 1, "dashboard": "9265"}}}, "dashboard") == 9265
     assert plan_filter.ray_head_port("h", {"h": {"ray_head_ports": {"gcs": 7001}}}) == 7001

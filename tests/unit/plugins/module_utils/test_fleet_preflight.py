@@ -172,7 +172,7 @@ def test_forbidden_driver_branch_unless_accepted():
 
 
 # ----------------------------------------------------------- Ray heads and ports
-RAY_DEFAULTS = dict((role, fp.load_role_defaults(os.path.normpath(ROLES_DIR), role)[role + "_ports"])
+RAY_DEFAULTS = dict((role, fp.load_role_defaults(os.path.normpath(ROLES_DIR), "ray")[role + "_ports"])
                     for role in ("ray_head", "ray_worker"))
 
 
@@ -185,9 +185,10 @@ def _member(group, head="a", models=(), **extra):
 
 def test_ray_ports_come_from_the_role_defaults():
     import yaml
+    with open(os.path.join(ROLES_DIR, "ray", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
     for role in ("ray_head", "ray_worker"):
-        with open(os.path.join(ROLES_DIR, role, "defaults", "main.yml")) as handle:
-            assert RAY_DEFAULTS[role] == yaml.safe_load(handle)[role + "_ports"]
+        assert RAY_DEFAULTS[role] == defaults[role + "_ports"]
 
 
 def test_one_head_and_distinct_ports_pass():

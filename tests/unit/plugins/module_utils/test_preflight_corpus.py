@@ -474,7 +474,7 @@ def api_port_below_1024(fleet):
 
 def ray_env_brings_back_fp4_moe(fleet):
     # The ray executor's GPU workers run under the Ray unit's environment, not the vLLM unit's.
-    fleet["spark-2"]["ray_worker_environment"] = {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}
+    fleet["spark-2"]["ray_environment"] = {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}
 
 
 # constraint -> the (host, variable) pairs preflight must report, and nothing else
@@ -513,7 +513,7 @@ CROSS_HOST = [
                         ("spark-2", "sparkfleet_models[0] (qwen35-122b).executor")}, "not one of mp, ray"),
     (memory_over_the_ceiling, {("spark-8", "sparkfleet_models[*].gpu_memory_utilization")}, "above the ceiling"),
     (env_brings_back_flashinfer, {("spark-7", "vllm_service_environment.VLLM_ATTENTION_BACKEND")}, "attention_backend"),
-    (ray_env_brings_back_fp4_moe, {("spark-2", "ray_worker_environment.VLLM_USE_FLASHINFER_MOE_FP4")},
+    (ray_env_brings_back_fp4_moe, {("spark-2", "ray_environment.VLLM_USE_FLASHINFER_MOE_FP4")},
      "flashinfer_moe_fp4_off"),
     (api_port_on_node_exporters, {("spark-7", "sparkfleet_models[0] (qwen3-30b).port")}, "node_exporter"),
     (api_port_below_1024, {("spark-7", "sparkfleet_models[0] (qwen3-30b).port")}, "CAP_NET_BIND_SERVICE"),
@@ -628,7 +628,7 @@ NOT_AN_INVENTORY_MISTAKE = {
     "nccl_p2p": "emitted by nccl_env; an override is reported loudly by nccl_env",
     "fabric_interface_env": "emitted by nccl_env from sparkfleet_fabric_ifname and the facts",
     "vllm_host_ip": "set by the roles from sparkfleet_fabric_address (whose checks are in the cross-host corpus)",
-    "ray_memory_monitor": "set by the Ray roles and nccl_env for every Ray process",
+    "ray_memory_monitor": "set by the ray role and nccl_env for every Ray process",
     "nccl_bandwidth_floor": "measured by fleet_verify after the fabric is up",
     "nccl_preload": "written by the nccl role into its environment file; proven inside the units' Python by the GPU gate",
     "nvidia_device_nodes": "a unit the nvidia_driver role installs; the GPU units require it",
