@@ -24,7 +24,8 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall, fleet_plan, gpu_gate, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import (
+    fabric_firewall, fleet_plan, gpu_gate, role_settings, rulebook)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import (
     FLEET_DEFAULTS, fleet_default, fleet_value, inventory_variable)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
@@ -438,10 +439,8 @@ SERVICE_USER_VARIABLES = ("ray_user", "vllm_service_user")
 
 def check_fleet_variables(fleet):
     """The fleet-wide inventory variables (plugins/module_utils/fleet_defaults.py) whose default is an absolute
-    path must stay one, and the fabric's MTU is the rule book's: what the roles refuse only when they run, after
-    earlier stages changed hosts."""
+    path must stay one: what the roles refuse only when they run, after earlier stages changed hosts."""
     findings = []
-    mtu = rulebook.setting("fabric_mtu")
     for host in sorted(fleet):
         host_vars = fleet[host]
         for name, (default, variable) in sorted((n, v[:2]) for n, v in FLEET_DEFAULTS.items()):
@@ -463,14 +462,24 @@ def check_fleet_variables(fleet):
                                             if account == "root" else "the account Ansible logs in as (ansible_user)"),
                                         "leave %s out (default %s), or name an account used by nothing else"
                                         % (variable, fleet_default("service_user"))))
-        value = host_vars.get("qsfp_network_mtu")
-        number = value if isinstance(value, int) and not isinstance(value, bool) else \
-            int(value) if isinstance(value, str) and value.strip().isdigit() else None  # else: a type finding
-        if number is not None and number != mtu:
-            findings.append(Finding(host, "qsfp_network_mtu", value, "the fabric must carry %s-byte frames (rule "
-                                    "fabric_mtu): below it, NCCL and the jumbo don't-fragment pings fail" % mtu,
-                                    "remove qsfp_network_mtu (the default is %s), and set the switch ports, if any, "
-                                    "to %s" % (mtu, mtu)))
+    return findings
+
+
+def check_role_settings(fleet, roles_dir=None, named=()):
+    """Each role's own settings (plugins/module_utils/role_settings.py, the checks the roles make of them when
+    they start), judged on every host with the inventory's value of each variable, else the role's default. A
+    variable in ``named`` (``(host, variable)`` another check already refused, its type say) is not judged again."""
+    roles_dir = roles_dir or fleet_plan.ROLES_DIR
+    defaults = dict((role, load_role_defaults(roles_dir, role)) for role in role_settings.roles())
+    named = set(named)
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        for role in role_settings.roles():
+            settings = dict((name, host_vars[name] if name in host_vars else defaults[role].get(name, role_settings.UNKNOWN))
+                            for name in role_settings.variables(role) if (host, name) not in named)
+            findings.extend(Finding(host, problem.variable, problem.value, problem.problem, problem.fix)
+                            for problem in role_settings.problems(role, settings))
     return findings
 
 
@@ -793,7 +802,8 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
 def check_firewall(fleet, roles_dir=None):
     """What the fabric_firewall role would refuse, before anything changes: API sources that are not CIDR
     networks, extra internal ports that are not ports, an API port that is also an internal port of the host
-    (extra_internal_ports, model_store's or the NCCL builder's rsync port; it would be dropped), and a confirm timeout that does not leave the controller time before the revert."""
+    (extra_internal_ports, model_store's or the NCCL builder's rsync port; it would be dropped). Its timeouts and
+    files are check_role_settings'."""
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
@@ -818,13 +828,6 @@ def check_firewall(fleet, roles_dir=None):
                     findings.append(Finding(host, "fabric_firewall_extra_internal_ports[%d]" % index, value,
                                             str(exc).split(": ", 1)[-1],
                                             "write a port (8080) or a range (\"9000-9010\") within 1-65535"))
-        confirm = host_vars.get("fabric_firewall_confirm_timeout", 60)
-        revert = host_vars.get("fabric_firewall_revert_timeout", 120)
-        if isinstance(confirm, int) and isinstance(revert, int) and confirm + 10 > revert:
-            findings.append(Finding(host, "fabric_firewall_confirm_timeout", confirm,
-                                    "not at least 10 s below fabric_firewall_revert_timeout (%d): the host could "
-                                    "revert while the controller is still confirming" % revert,
-                                    "raise fabric_firewall_revert_timeout or lower fabric_firewall_confirm_timeout"))
         models = host_vars.get("fabric_firewall_models")
         models = models if isinstance(models, list) else _models(host_vars)
         try:
@@ -903,6 +906,7 @@ def judge_fleet(fleet, role_specs, checks=None):
     findings.extend(check_environment(fleet))
     findings.extend(check_torch(fleet))
     findings.extend(check_firewall(fleet))
+    findings.extend(check_role_settings(fleet, named=[(f.host, f.variable) for f in findings]))
     findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     if findings:
         return None, findings

@@ -259,8 +259,6 @@ def test_rendezvous_port_against_an_api_port_and_the_worker_range():
     ({"fabric_firewall_api_sources": ["10.0.0.0/24", "10.0.0.5"]}, "fabric_firewall_api_sources[1]", "CIDR"),
     ({"fabric_firewall_api_sources": ["mgmt-lan"]}, "fabric_firewall_api_sources[0]", "CIDR"),
     ({"fabric_firewall_extra_internal_ports": [8080, "70000"]}, "fabric_firewall_extra_internal_ports[1]", "1-65535"),
-    ({"fabric_firewall_confirm_timeout": 60, "fabric_firewall_revert_timeout": 65},
-     "fabric_firewall_confirm_timeout", "10 s below"),
     ({"fabric_firewall_extra_internal_ports": ["8000-8010"],
       "sparkfleet_models": [{"name": "a", "model": "m", "port": 8005}]},
      "sparkfleet_models[0] (a).port", "also internal"),
@@ -319,8 +317,6 @@ def test_the_right_fabric_interface_gives_no_finding():
 
 
 @pytest.mark.parametrize("host_vars, variable", [
-    ({"qsfp_network_mtu": 1500}, "qsfp_network_mtu"),
-    ({"qsfp_network_mtu": "8000"}, "qsfp_network_mtu"),
     ({"sparkfleet_model_store_dir": "models"}, "sparkfleet_model_store_dir"),
     ({"ansible_user": "admin", "sparkfleet_service_user": "admin"}, "sparkfleet_service_user"),
     ({"ansible_user": "admin", "vllm_service_user": "root"}, "vllm_service_user"),
@@ -330,8 +326,7 @@ def test_fleet_variables_refused_before_their_role_runs(host_vars, variable):
     assert (finding.host, finding.variable) == ("spark-1", variable)
 
 
-@pytest.mark.parametrize("host_vars", [{"qsfp_network_mtu": 9000}, {"qsfp_network_mtu": "9000"},
-                                       {"sparkfleet_venv_path": "/srv/venv"}, {},
+@pytest.mark.parametrize("host_vars", [{"sparkfleet_venv_path": "/srv/venv"}, {},
                                        {"ansible_user": "admin", "sparkfleet_service_user": "vllm"}])
 def test_fleet_variables_as_the_rule_book_wants_pass(host_vars):
     assert fp.check_fleet_variables({"spark-1": host_vars}) == []
@@ -359,3 +354,22 @@ def test_overlapping_fabric_subnets_of_two_hosts_are_refused():
     assert finding.host == "spark-1, spark-2" and "overlapping fabric subnets" in str(finding)
     fleet["spark-2"]["sparkfleet_fabric_subnet"] = "192.168.100.0/24"
     assert fp.check_fabric(fleet) == []
+
+
+# The fabric's MTU and the firewall's timeouts are role settings (plugins/module_utils/role_settings.py), judged
+# with the role's defaults where the inventory says nothing.
+@pytest.mark.parametrize("host_vars, variable", [
+    ({"qsfp_network_mtu": 1500}, "qsfp_network_mtu"),
+    ({"qsfp_network_mtu": "8000"}, "qsfp_network_mtu"),
+    ({"fabric_firewall_confirm_timeout": 115}, "fabric_firewall_confirm_timeout"),
+    ({"fabric_firewall_revert_timeout": 65}, "fabric_firewall_confirm_timeout"),
+])
+def test_role_settings_refused_before_their_role_runs(host_vars, variable):
+    [finding] = fp.check_role_settings({"spark-1": host_vars})
+    assert (finding.host, finding.variable) == ("spark-1", variable)
+
+
+@pytest.mark.parametrize("host_vars", [{"qsfp_network_mtu": 9000}, {"qsfp_network_mtu": "9000"}, {},
+                                       {"fabric_firewall_confirm_timeout": 20, "fabric_firewall_revert_timeout": 40}])
+def test_role_settings_as_the_rule_book_wants_pass(host_vars):
+    assert fp.check_role_settings({"spark-1": host_vars}) == []

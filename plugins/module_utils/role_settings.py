@@ -1,0 +1,418 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The checks of each role's own settings (timeouts, paths, choices, pins), written once.
+
+Two callers judge the same settings with these functions:
+
+- preflight (``fleet_preflight.check_role_settings``), over every host of the inventory before anything changes:
+  each variable is the inventory's value where it sets one, else the role's default (``defaults/main.yml``); a
+  value preflight cannot know (a template) leaves the checks that need it to the role;
+- the role itself, at the start of its run (lookup ``sparkfleet.gb10.setting_problems``), with every variable
+  templated as the role will use it: so a role run on its own refuses exactly what preflight refuses.
+
+Each check reads some variables of one role and returns ``Problem``s naming the variable, its value, what is wrong
+and the fix. ``tests/unit/plugins/module_utils/test_role_settings.py`` gives each check a value it refuses and
+proves preflight refuses that value too; ``tests/unit/roles/test_refusals.py`` proves every refusal of a role is
+one of these, a preflight check, or a check of what an earlier stage made.
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import re
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+
+Problem = collections.namedtuple("Problem", "variable value problem fix")
+
+CHECKS = collections.OrderedDict()
+
+
+class _Unknown(object):
+    def __repr__(self):
+        return "UNKNOWN"
+
+
+# A value preflight cannot know before the run: a template, or a variable neither the inventory nor the role's
+# defaults set.
+UNKNOWN = _Unknown()
+
+
+def check(role, *variables, **kwargs):
+    """Register a check of ``role`` over ``variables`` (called with their values, in that order). Those named in
+    ``optional`` may be unset or unknown (the check gets None); the others must be known for the check to run."""
+    optional = frozenset(kwargs.get("optional", ()))
+
+    def register(function):
+        CHECKS.setdefault(role, []).append((variables, optional, function))
+        return function
+    return register
+
+
+def variables(role):
+    """Every variable the checks of ``role`` read, sorted."""
+    return sorted(set(name for names, _, _ in CHECKS.get(role, ()) for name in names))
+
+
+def roles():
+    return list(CHECKS)
+
+
+def known(value):
+    """Whether preflight can judge ``value``: not UNKNOWN and holding no template, however deep."""
+    if value is UNKNOWN:
+        return False
+    if isinstance(value, str):
+        return "{{" not in value and "{%" not in value
+    if isinstance(value, dict):
+        return all(known(key) and known(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(known(item) for item in value)
+    return True
+
+
+def problems(role, settings):
+    """Every ``Problem`` of ``role``'s settings (``{variable: value}``). A check runs only when every variable it
+    reads is known."""
+    found = []
+    for names, optional, function in CHECKS.get(role, ()):
+        values = [settings.get(name, UNKNOWN) for name in names]
+        # An optional variable preflight cannot know counts as unset: the check then takes its own default (the
+        # rule book's, which is what the role's default template reads).
+        values = [None if name in optional and not known(value) else value for name, value in zip(names, values)]
+        if all(known(value) for value in values):
+            found.extend(function(*values))
+    return found
+
+
+def message(host, problem):
+    """One line, as preflight prints its findings: ``host: variable=value: problem. Fix: fix``."""
+    return "%s: %s=%r: %s. Fix: %s" % (host, problem.variable, problem.value, problem.problem, problem.fix)
+
+
+def _int(value):
+    """An integer from an int or its digits as text; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _absolute(variable, value, what="an absolute path on the host"):
+    if isinstance(value, str) and value.startswith("/"):
+        return []
+    return [Problem(variable, value, "must be %s" % what, "write the absolute path, e.g. the role's default")]
+
+
+def _timeout_pair(short, short_value, long, long_value):
+    """``short`` must leave at least 10 s before ``long`` (a confirmation before its automatic revert)."""
+    low, high = _int(short_value), _int(long_value)
+    if low is None or high is None or low + 10 <= high:
+        return []
+    return [Problem(short, short_value, "not at least 10 s below %s (%s): the host could revert while the "
+                    "controller is still confirming" % (long, long_value),
+                    "raise %s or lower %s" % (long, short))]
+
+
+# ------------------------------------------------------------------ qsfp_network
+
+@check("qsfp_network", "qsfp_network_interfaces")
+def _qsfp_interfaces(interfaces):
+    pattern = rulebook.setting("qsfp_netdev_pattern")
+    if not isinstance(interfaces, list) or not interfaces:
+        return [Problem("qsfp_network_interfaces", interfaces, "must be a non-empty list of QSFP netdevs",
+                        "leave it unset (both halves of the cabled port, rule qsfp_both_halves)")]
+    names = [item.get("name") if isinstance(item, dict) else item for item in interfaces]
+    found = []
+    bad = [name for name in names if not isinstance(name, str) or not re.match(pattern, name)]
+    if bad:
+        found.append(Problem("qsfp_network_interfaces", names, "%s is no QSFP netdev name (rule book "
+                             "qsfp_netdev_pattern %s)" % (", ".join(str(n) for n in bad), pattern),
+                             "name the ConnectX-7 netdevs, e.g. enp1s0f1np1 and enP2p1s0f1np1"))
+    if len(set(str(n) for n in names)) != len(names):
+        found.append(Problem("qsfp_network_interfaces", names, "names an interface twice",
+                             "list each netdev once"))
+    return found
+
+
+@check("qsfp_network", "qsfp_network_mtu")
+def _qsfp_mtu(mtu):
+    wanted = rulebook.setting("fabric_mtu")
+    number = _int(mtu)
+    if number is not None and number != wanted:
+        return [Problem("qsfp_network_mtu", mtu, "the fabric must carry %s-byte frames (rule fabric_mtu): below "
+                        "it, NCCL and the jumbo don't-fragment pings fail" % wanted,
+                        "remove qsfp_network_mtu (the default is %s), and set the switch ports, if any, to %s"
+                        % (wanted, wanted))]
+    return []
+
+
+@check("qsfp_network", "qsfp_network_mtu", "qsfp_network_ping_payload")
+def _qsfp_payload(mtu, payload):
+    number, size = _int(mtu), _int(payload)
+    if number is not None and size is not None and size + 28 > number:
+        return [Problem("qsfp_network_ping_payload", payload, "with 28 bytes of IPv4 and ICMP headers it does not "
+                        "fit one %s-byte frame, so a don't-fragment ping could never pass" % number,
+                        "leave it unset (rule book jumbo_ping_payload %s)" % rulebook.setting("jumbo_ping_payload"))]
+    return []
+
+
+@check("qsfp_network", "qsfp_network_apply_method")
+def _qsfp_apply_method(method):
+    if method in ("try", "apply"):
+        return []
+    return [Problem("qsfp_network_apply_method", method, "must be try or apply",
+                    "use try (netplan try: the host reverts unless the controller confirms)")]
+
+
+@check("qsfp_network", "qsfp_network_confirm_timeout", "qsfp_network_try_timeout")
+def _qsfp_timeouts(confirm, try_timeout):
+    return _timeout_pair("qsfp_network_confirm_timeout", confirm, "qsfp_network_try_timeout", try_timeout)
+
+
+@check("qsfp_network", "qsfp_network_netplan_file")
+def _qsfp_netplan_file(path):
+    if isinstance(path, str) and re.match(r"^/etc/netplan/[^/]+\.yaml$", path):
+        return []
+    return [Problem("qsfp_network_netplan_file", path, "must be a .yaml file directly under /etc/netplan "
+                    "(netplan reads no other place)", "leave it unset (/etc/netplan/60-sparkfleet-fabric.yaml)")]
+
+
+# ------------------------------------------------------------------ fabric_firewall
+
+@check("fabric_firewall", "fabric_firewall_confirm_timeout", "fabric_firewall_revert_timeout")
+def _firewall_timeouts(confirm, revert):
+    number = _int(confirm)
+    if number is not None and number < 5:
+        return [Problem("fabric_firewall_confirm_timeout", confirm, "is below 5 s: the controller cannot reach "
+                        "the host and confirm the new table in that time", "leave it unset (the default is 60)")]
+    return _timeout_pair("fabric_firewall_confirm_timeout", confirm, "fabric_firewall_revert_timeout", revert)
+
+
+@check("fabric_firewall", "fabric_firewall_file", "fabric_firewall_confirmed_file")
+def _firewall_files(path, confirmed):
+    found = _absolute("fabric_firewall_file", path) + _absolute("fabric_firewall_confirmed_file", confirmed)
+    if not found and path == confirmed:
+        found.append(Problem("fabric_firewall_confirmed_file", confirmed, "is fabric_firewall_file itself: the "
+                             "confirmed copy is what the host reverts to and loads at boot",
+                             "give the two files different names"))
+    return found
+
+
+# ------------------------------------------------------------------ fleet_health
+
+@check("fleet_health", "fleet_health_interval")
+def _health_interval(interval):
+    if isinstance(interval, (str, int)) and not isinstance(interval, bool) and \
+            re.match(r"^[0-9]+ ?(s|sec|min|m|h|hr)?$", str(interval)):
+        return []
+    return [Problem("fleet_health_interval", interval, "is no systemd time span the probe's timer takes",
+                    "write e.g. 5min, 30s or 1h")]
+
+
+@check("fleet_health", "fleet_health_timeout")
+def _health_timeout(timeout):
+    number = _int(timeout)
+    if number is not None and number > 0:
+        return []
+    return [Problem("fleet_health_timeout", timeout, "must be a positive number of seconds", "e.g. 60")]
+
+
+@check("fleet_health", "fleet_health_node_exporter_port")
+def _health_port(port):
+    number = _int(port)
+    if number is not None and 0 < number < 65536:
+        return []
+    return [Problem("fleet_health_node_exporter_port", port, "is no TCP port", "leave it unset (9100)")]
+
+
+@check("fleet_health", "fleet_health_textfile_dir")
+def _health_textfile_dir(path):
+    return _absolute("fleet_health_textfile_dir", path)
+
+
+@check("fleet_health", "fleet_health_node_exporter_address", "sparkfleet_fabric_address",
+       optional=("sparkfleet_fabric_address",))
+def _health_listen(listen, fabric):
+    if not listen:
+        return []  # the management address, from the host's facts (the role checks it there)
+    try:
+        ipaddress.IPv4Address(str(listen))
+    except ValueError:
+        return [Problem("fleet_health_node_exporter_address", listen, "is no IPv4 address",
+                        "set the host's management address, or leave it unset to take it from the host's facts")]
+    if listen == fabric:
+        return [Problem("fleet_health_node_exporter_address", listen, "is the host's fabric address: node_exporter "
+                        "would answer on the fabric", "set the host's management address")]
+    return []
+
+
+# ------------------------------------------------------------------ model_store
+
+@check("model_store", "model_store_dir")
+def _store_dir(path):
+    return _absolute("model_store_dir", path)
+
+
+# ------------------------------------------------------------------ nccl
+
+@check("nccl", "nccl_version")
+def _nccl_version(version):
+    if re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", str(version)):
+        return []
+    return [Problem("nccl_version", version, "is no NCCL release (major.minor.patch)",
+                    "leave it unset (the rule book's nccl_version)")]
+
+
+@check("nccl", "nccl_source")
+def _nccl_source(source):
+    if source in ("git", "archive"):
+        return []
+    return [Problem("nccl_source", source, "must be git or archive", "leave it unset (git)")]
+
+
+@check("nccl", "nccl_source", "nccl_archive")
+def _nccl_archive(source, archive):
+    if source == "archive" and not archive:
+        return [Problem("nccl_archive", archive, "is empty while nccl_source is archive",
+                        "give the source archive (a path on the controller), or set nccl_source: git")]
+    return []
+
+
+@check("nccl", "nccl_source", "nccl_git_url", "nccl_git_tag")
+def _nccl_git(source, url, tag):
+    if source == "git" and not (url and tag):
+        return [Problem("nccl_git_url" if not url else "nccl_git_tag", url if not url else tag,
+                        "is empty while nccl_source is git", "leave it unset (the rule book's)")]
+    return []
+
+
+@check("nccl", "nccl_tests_enabled", "nccl_tests_source", "nccl_tests_archive")
+def _nccl_tests_source(enabled, source, archive):
+    if source not in ("git", "archive"):
+        return [Problem("nccl_tests_source", source, "must be git or archive", "leave it unset (git)")]
+    if enabled not in (False, "false", "no", "False") and source == "archive" and not archive:
+        return [Problem("nccl_tests_archive", archive, "is empty while nccl_tests_source is archive",
+                        "give the nccl-tests archive, set nccl_tests_source: git, or nccl_tests_enabled: false")]
+    return []
+
+
+@check("nccl", "nccl_nvcc_gencode")
+def _nccl_gencode(gencode):
+    if not gencode or re.search(r"-gencode[= ]", str(gencode)):
+        return []  # empty: the role computes it from the host's compute capability
+    return [Problem("nccl_nvcc_gencode", gencode, "holds no -gencode option for nvcc",
+                    "leave it unset (the role builds for the host's compute capability, sm_121 on GB10)")]
+
+
+# ------------------------------------------------------------------ nvidia_driver
+
+@check("nvidia_driver", "nvidia_driver_branch", "nvidia_driver_accept_forbidden_branch_reason",
+       "nvidia_driver_forbidden_branches",
+       optional=("nvidia_driver_accept_forbidden_branch_reason", "nvidia_driver_forbidden_branches"))
+def _driver_branch(branch, reason, forbidden):
+    text = str(branch)
+    if not re.match(r"^[0-9]+$", text):
+        return [Problem("nvidia_driver_branch", branch, "is no branch number",
+                        "write the branch as a quoted string, e.g. '580' (the rule book's driver_branch)")]
+    forbidden = [str(b) for b in (forbidden if isinstance(forbidden, list)
+                                  else rulebook.setting("driver_forbidden_branches"))]
+    if text in forbidden and not (isinstance(reason, str) and reason.strip()):
+        return [Problem("nvidia_driver_branch", branch, "the rule book forbids branch %s on GB10 (rule "
+                        "driver_branch: CUDA graphs deadlock)" % text,
+                        "remove nvidia_driver_branch (the default is %s), or set "
+                        "nvidia_driver_accept_forbidden_branch_reason: '<why>'" % rulebook.setting("driver_branch"))]
+    return []
+
+
+@check("nvidia_driver", "nvidia_driver_packages")
+def _driver_packages(packages):
+    if isinstance(packages, list) and packages:
+        return []
+    return [Problem("nvidia_driver_packages", packages, "must name at least one package",
+                    "leave it unset (the branch's driver packages)")]
+
+
+@check("nvidia_driver", "nvidia_driver_pin_priority")
+def _driver_pin(priority):
+    number = _int(priority)
+    if number is not None and number >= 990:
+        return []
+    return [Problem("nvidia_driver_pin_priority", priority, "is below 990: another repository's candidate could win "
+                    "over the pinned branch", "leave it unset (1001)")]
+
+
+# ------------------------------------------------------------------ vllm_venv
+
+@check("vllm_venv", "vllm_venv_packages", "vllm_venv_nodeps_packages", "vllm_venv_requirements_files")
+def _venv_packages(packages, nodeps, requirements):
+    lists = [value if isinstance(value, list) else [] for value in (packages, nodeps, requirements)]
+    if not any(lists):
+        return [Problem("vllm_venv_packages", packages, "nothing to install (vllm_venv_nodeps_packages and "
+                        "vllm_venv_requirements_files are empty too)", "leave vllm_venv_packages unset")]
+    unpinned = [spec for spec in lists[0] + lists[1] if not isinstance(spec, str) or "==" not in spec]
+    if unpinned:
+        return [Problem("vllm_venv_packages", unpinned, "not pinned to one version: every node of a cluster must "
+                        "run the same code", "pin each with '==' (the rule book's versions)")]
+    return []
+
+
+@check("vllm_venv", "vllm_venv_path")
+def _venv_path(path):
+    return _absolute("vllm_venv_path", path)
+
+
+@check("vllm_venv", "vllm_venv_wheelhouse", "vllm_venv_index_url")
+def _venv_source(wheelhouse, index_url):
+    if wheelhouse and index_url:
+        return [Problem("vllm_venv_index_url", index_url, "is set together with vllm_venv_wheelhouse",
+                        "give one source: the wheelhouse (offline) or the index")]
+    return []
+
+
+# ------------------------------------------------------------------ ray
+
+@check("ray", "ray_head_dashboard_host")
+def _ray_dashboard(host):
+    if host in ("127.0.0.1", "::1", "localhost"):
+        return []
+    return [Problem("ray_head_dashboard_host", host, "the dashboard answers without the cluster token, so it "
+                    "listens on the head's loopback only", "leave it unset (127.0.0.1); reach it through an SSH tunnel")]
+
+
+@check("ray", "ray_num_gpus")
+def _ray_gpus(gpus):
+    number = _int(gpus)
+    if number is not None and number >= 1:
+        return []
+    return [Problem("ray_num_gpus", gpus, "a Ray node of a Spark declares its GPU",
+                    "leave it unset (rule book gpus_per_node: %s)" % rulebook.setting("gpus_per_node"))]
+
+
+def _unit_name(variable, value):
+    if isinstance(value, str) and value.strip():
+        return []
+    return [Problem(variable, value, "is empty", "leave it unset (the fleet default)")]
+
+
+@check("ray", "ray_head_service_name")
+def _ray_head_unit(name):
+    return _unit_name("ray_head_service_name", name)
+
+
+@check("ray", "ray_worker_service_name")
+def _ray_worker_unit(name):
+    return _unit_name("ray_worker_service_name", name)
+
+
+@check("ray", "ray_head_service_name", "ray_worker_service_name")
+def _ray_units_differ(head, worker):
+    if head != worker:
+        return []
+    return [Problem("ray_worker_service_name", worker, "is the head's unit name too",
+                    "give the head and the worker different unit names")]

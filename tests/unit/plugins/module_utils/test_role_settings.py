@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+"""Each role's own settings are judged by one function (plugins/module_utils/role_settings.py): preflight over
+the inventory before anything changes, and the role itself when it starts (lookup setting_problems). Every check
+gets a value it refuses here; preflight refuses that value with the same words, the role's defaults pass, and
+the lookup, templating the role's variables as a play does, says the same."""
+
+import os
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, role_settings, rulebook
+
+ROLES_DIR = fleet_plan.ROLES_DIR
+MTU = rulebook.setting("fabric_mtu")
+
+# (role, the inventory's values, the variable refused, words of the problem)
+BAD = [
+    ("qsfp_network", {"qsfp_network_interfaces": []}, "qsfp_network_interfaces", "non-empty list"),
+    ("qsfp_network", {"qsfp_network_interfaces": [{"name": "eth0"}]}, "qsfp_network_interfaces", "no QSFP netdev"),
+    ("qsfp_network", {"qsfp_network_interfaces": [{"name": "enp1s0f1np1"}, {"name": "enp1s0f1np1"}]},
+     "qsfp_network_interfaces", "twice"),
+    ("qsfp_network", {"qsfp_network_mtu": 1500}, "qsfp_network_mtu", "rule fabric_mtu"),
+    ("qsfp_network", {"qsfp_network_mtu": MTU, "qsfp_network_ping_payload": MTU}, "qsfp_network_ping_payload",
+     "does not fit"),
+    ("qsfp_network", {"qsfp_network_apply_method": "reboot"}, "qsfp_network_apply_method", "try or apply"),
+    ("qsfp_network", {"qsfp_network_confirm_timeout": 115}, "qsfp_network_confirm_timeout", "10 s below"),
+    ("qsfp_network", {"qsfp_network_netplan_file": "/etc/fabric.yaml"}, "qsfp_network_netplan_file", "/etc/netplan"),
+    ("fabric_firewall", {"fabric_firewall_confirm_timeout": 3}, "fabric_firewall_confirm_timeout", "below 5 s"),
+    ("fabric_firewall", {"fabric_firewall_confirm_timeout": 60, "fabric_firewall_revert_timeout": 65},
+     "fabric_firewall_confirm_timeout", "10 s below"),
+    ("fabric_firewall", {"fabric_firewall_file": "sparkfleet.nft"}, "fabric_firewall_file", "absolute"),
+    ("fabric_firewall", {"fabric_firewall_file": "/etc/x.nft", "fabric_firewall_confirmed_file": "/etc/x.nft"},
+     "fabric_firewall_confirmed_file", "itself"),
+    ("fleet_health", {"fleet_health_interval": "every five minutes"}, "fleet_health_interval", "time span"),
+    ("fleet_health", {"fleet_health_timeout": 0}, "fleet_health_timeout", "positive"),
+    ("fleet_health", {"fleet_health_node_exporter_port": 70000}, "fleet_health_node_exporter_port", "no TCP port"),
+    ("fleet_health", {"fleet_health_textfile_dir": "metrics"}, "fleet_health_textfile_dir", "absolute"),
+    ("fleet_health", {"fleet_health_node_exporter_address": "mgmt"}, "fleet_health_node_exporter_address",
+     "no IPv4"),
+    ("fleet_health", {"fleet_health_node_exporter_address": "192.168.100.10",
+                      "sparkfleet_fabric_address": "192.168.100.10"}, "fleet_health_node_exporter_address",
+     "fabric address"),
+    ("model_store", {"model_store_dir": "models"}, "model_store_dir", "absolute"),
+    ("nccl", {"nccl_version": "2.28"}, "nccl_version", "major.minor.patch"),
+    ("nccl", {"nccl_source": "tarball"}, "nccl_source", "git or archive"),
+    ("nccl", {"nccl_source": "archive"}, "nccl_archive", "empty while nccl_source is archive"),
+    ("nccl", {"nccl_git_url": "", "nccl_git_tag": "v2.28.9-1"}, "nccl_git_url", "empty while nccl_source is git"),
+    ("nccl", {"nccl_tests_source": "svn"}, "nccl_tests_source", "git or archive"),
+    ("nccl", {"nccl_tests_source": "archive"}, "nccl_tests_archive", "empty"),
+    ("nccl", {"nccl_nvcc_gencode": "sm_121"}, "nccl_nvcc_gencode", "no -gencode"),
+    ("nvidia_driver", {"nvidia_driver_branch": "r580"}, "nvidia_driver_branch", "no branch number"),
+    ("nvidia_driver", {"nvidia_driver_branch": "590"}, "nvidia_driver_branch", "forbids branch 590"),
+    ("nvidia_driver", {"nvidia_driver_packages": []}, "nvidia_driver_packages", "at least one"),
+    ("nvidia_driver", {"nvidia_driver_pin_priority": 500}, "nvidia_driver_pin_priority", "below 990"),
+    ("vllm_venv", {"vllm_venv_packages": []}, "vllm_venv_packages", "nothing to install"),
+    ("vllm_venv", {"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages", "not pinned"),
+    ("vllm_venv", {"vllm_venv_path": "venv"}, "vllm_venv_path", "absolute"),
+    ("vllm_venv", {"vllm_venv_wheelhouse": "/srv/wheels", "vllm_venv_index_url": "https://pypi.org/simple"},
+     "vllm_venv_index_url", "together"),
+    ("ray", {"ray_head_dashboard_host": "0.0.0.0"}, "ray_head_dashboard_host", "loopback"),
+    ("ray", {"ray_num_gpus": 0}, "ray_num_gpus", "declares its GPU"),
+    ("ray", {"ray_head_service_name": " "}, "ray_head_service_name", "empty"),
+    ("ray", {"ray_worker_service_name": ""}, "ray_worker_service_name", "empty"),
+    ("ray", {"ray_head_service_name": "ray", "ray_worker_service_name": "ray"}, "ray_worker_service_name",
+     "head's unit name"),
+]
+
+
+def _ids():
+    return ["%s-%s" % (role, "-".join(sorted(values))) for role, values, _, _ in BAD]
+
+
+@pytest.mark.parametrize("role,values,variable,words", BAD, ids=_ids())
+def test_preflight_refuses_what_the_role_refuses(role, values, variable, words):
+    """The role's check and preflight's, on the same values, name the same variable with the same words."""
+    defaults = fp.load_role_defaults(ROLES_DIR, role)
+    settings = dict(defaults, **values)
+    own = [p for p in role_settings.problems(role, settings) if p.variable == variable]
+    assert own and words in own[0].problem, role_settings.problems(role, settings)
+    findings = [f for f in fp.check_role_settings({"spark-1": dict(values)}) if f.variable == variable]
+    assert [(f.host, f.problem, f.fix) for f in findings] == [("spark-1", own[0].problem, own[0].fix)]
+
+
+def test_every_check_has_a_value_it_refuses_here():
+    refused = set()
+    for role, values, variable, _ in BAD:
+        settings = dict(fp.load_role_defaults(ROLES_DIR, role), **values)
+        for names, _, function in role_settings.CHECKS[role]:
+            if variable in names and function(*[settings.get(n) for n in names]):
+                refused.add(function.__name__)
+    every = set(function.__name__ for checks in role_settings.CHECKS.values() for _, _, function in checks)
+    assert every - refused == set()
+
+
+@pytest.mark.parametrize("role", role_settings.roles())
+def test_the_roles_defaults_pass(role):
+    """Nothing the role's own defaults say is refused (a template is judged by the role, templated)."""
+    assert role_settings.problems(role, fp.load_role_defaults(ROLES_DIR, role)) == []
+
+
+def test_every_variable_a_check_reads_is_a_variable_of_the_collection():
+    specs = fp.load_role_specs(ROLES_DIR)
+    known = set(name for options in specs.values() for name in options)
+    for role in role_settings.roles():
+        assert role in specs, role
+        assert set(role_settings.variables(role)) - known == set(), role
+
+
+def test_a_template_waits_for_the_role_and_a_wrong_type_is_named_once():
+    assert role_settings.problems("qsfp_network", {"qsfp_network_apply_method": "{{ method }}"}) == []
+    # A type finding already names the variable: the settings check does not name it again.
+    assert fp.check_role_settings({"h": {"ray_num_gpus": "x"}}, named=[("h", "ray_num_gpus")]) == []
+    assert [f.variable for f in fp.check_role_settings({"h": {"ray_num_gpus": "x"}})] == ["ray_num_gpus"]
