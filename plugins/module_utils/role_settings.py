@@ -65,7 +65,8 @@ def known(value):
     if value is UNKNOWN:
         return False
     if isinstance(value, str):
-        return "{{" not in value and "{%" not in value
+        # "<cannot template: ...>": preflight's reading of a value Ansible could not template (an undefined name)
+        return "{{" not in value and "{%" not in value and not value.startswith("<cannot template")
     if isinstance(value, dict):
         return all(known(key) and known(item) for key, item in value.items())
     if isinstance(value, (list, tuple)):
@@ -236,9 +237,11 @@ def _health_textfile_dir(path):
     return _absolute("fleet_health_textfile_dir", path)
 
 
-@check("fleet_health", "fleet_health_node_exporter_address", "sparkfleet_fabric_address",
-       optional=("sparkfleet_fabric_address",))
-def _health_listen(listen, fabric):
+@check("fleet_health", "fleet_health_node_exporter_address", "sparkfleet_fabric_address", "fleet_health_node_exporter",
+       optional=("sparkfleet_fabric_address", "fleet_health_node_exporter"))
+def _health_listen(listen, fabric, node_exporter):
+    if node_exporter in (False, "false", "False", "no"):
+        return []  # no node_exporter, no address
     if not listen:
         return []  # the management address, from the host's facts (the role checks it there)
     try:
@@ -375,8 +378,57 @@ def _venv_source(wheelhouse, index_url):
     return []
 
 
+# ------------------------------------------------------------------ the sandbox of the GPU units
+
+# What a unit that runs vLLM's GPU code must reach through its sandbox (rules nvidia_device_nodes and gpudirect_rdma):
+# the NVIDIA device nodes and the RDMA devices NCCL registers its buffers with. Each is (what, DeviceAllow= entries
+# that grant it, by prefix).
+GPU_UNIT_DEVICES = (
+    ("the NVIDIA device nodes (/dev/nvidia*)", ("char-nvidia", "/dev/nvidia")),
+    ("the RDMA devices NCCL uses (/dev/infiniband/*)", ("char-infiniband", "/dev/infiniband")),
+)
+_TRUE = ("1", "yes", "true", "on")
+
+
+def _sandbox(variable, hardening):
+    """A hardening map (systemd [Service] directives) must not hide the GPU or the RDMA devices: no PrivateDevices,
+    and under DevicePolicy=closed or strict a DeviceAllow= entry for each."""
+    if not isinstance(hardening, dict):
+        return []
+    if str(hardening.get("PrivateDevices", "")).strip().lower() in _TRUE:
+        return [Problem(variable, hardening, "PrivateDevices=%s hides /dev/nvidia* and /dev/infiniband from the unit: "
+                        "CUDA finds no GPU" % hardening["PrivateDevices"],
+                        "remove PrivateDevices; the role's default (DevicePolicy=closed with DeviceAllow) sandboxes "
+                        "the devices instead")]
+    if str(hardening.get("DevicePolicy", "auto")).strip().lower() not in ("closed", "strict"):
+        return []
+    allowed = hardening.get("DeviceAllow") or []
+    allowed = [str(entry) for entry in (allowed if isinstance(allowed, list) else [allowed])]
+    missing = [what for what, prefixes in GPU_UNIT_DEVICES
+               if not any(entry.strip().startswith(prefixes) for entry in allowed)]
+    if not missing:
+        return []
+    return [Problem(variable, hardening, "DevicePolicy=%s without a DeviceAllow for %s: the unit could not open them"
+                    % (hardening["DevicePolicy"], " and ".join(missing)),
+                    "keep the role's DeviceAllow entries (char-nvidia* rw, char-infiniband_verbs rw, "
+                    "/dev/infiniband/rdma_cm rw) in the map")]
+
+
+@check("vllm_service", "vllm_service_hardening")
+def _vllm_sandbox(hardening):
+    return _sandbox("vllm_service_hardening", hardening)
+
+
+@check("ray", "ray_hardening")
+def _ray_sandbox(hardening):
+    # The ray executor's GPU workers run under the Ray unit.
+    return _sandbox("ray_hardening", hardening)
+
+
 # ------------------------------------------------------------------ ray
 
+# The head's setting, refused on any host that sets it: a worker ignores it, and a value that would expose the
+# dashboard is a mistake wherever it is written (group_vars of all hosts, say).
 @check("ray", "ray_head_dashboard_host")
 def _ray_dashboard(host):
     if host in ("127.0.0.1", "::1", "localhost"):
@@ -410,9 +462,21 @@ def _ray_worker_unit(name):
     return _unit_name("ray_worker_service_name", name)
 
 
-@check("ray", "ray_head_service_name", "ray_worker_service_name")
-def _ray_units_differ(head, worker):
-    if head != worker:
-        return []
-    return [Problem("ray_worker_service_name", worker, "is the head's unit name too",
-                    "give the head and the worker different unit names")]
+def _ipv4_or_unset(variable, value, fix):
+    if value in (None, ""):
+        return []  # unset: the fleet plan's address (the role refuses a node without one)
+    try:
+        ipaddress.IPv4Address(str(value))
+    except ValueError:
+        return [Problem(variable, value, "is no IPv4 address", fix)]
+    return []
+
+
+@check("ray", "ray_node_ip")
+def _ray_node_ip(address):
+    return _ipv4_or_unset("ray_node_ip", address, "leave it unset: the host's sparkfleet_fabric_address")
+
+
+@check("ray", "ray_worker_head_address")
+def _ray_head_address(address):
+    return _ipv4_or_unset("ray_worker_head_address", address, "leave it unset: the head's sparkfleet_fabric_address")

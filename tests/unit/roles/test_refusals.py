@@ -17,7 +17,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import role_settin
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 REGISTRY = os.path.join(REPO, "tests", "preflight", "refusals.yml")
 CASES = os.path.join(REPO, "tests", "preflight", "cases.yml")
-KINDS = {"preflight", "earlier_stage", "host", "outcome"}
+KINDS = {"preflight", "earlier_stage", "host", "outcome", "play"}
 LOOKUP = re.compile(r"lookup\('sparkfleet\.gb10\.setting_problems', '(\w+)'")
 
 

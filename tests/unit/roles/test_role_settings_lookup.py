@@ -21,6 +21,7 @@ BAD = {
     "nvidia_driver": ({"nvidia_driver_branch": "590"}, "nvidia_driver_branch"),
     "vllm_venv": ({"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages"),
     "ray": ({"ray_head_dashboard_host": "0.0.0.0"}, "ray_head_dashboard_host"),
+    "vllm_service": ({"vllm_service_hardening": {"PrivateDevices": "yes"}}, "vllm_service_hardening"),
 }
 
 

@@ -59,11 +59,16 @@ BAD = [
     ("vllm_venv", {"vllm_venv_wheelhouse": "/srv/wheels", "vllm_venv_index_url": "https://pypi.org/simple"},
      "vllm_venv_index_url", "together"),
     ("ray", {"ray_head_dashboard_host": "0.0.0.0"}, "ray_head_dashboard_host", "loopback"),
+    ("ray", {"ray_hardening": {"PrivateDevices": "true"}}, "ray_hardening", "hides /dev/nvidia*"),
+    ("vllm_service", {"vllm_service_hardening": {"DevicePolicy": "closed", "DeviceAllow": ["char-nvidia* rw"]}},
+     "vllm_service_hardening", "RDMA devices"),
+    ("vllm_service", {"vllm_service_hardening": {"DevicePolicy": "strict"}}, "vllm_service_hardening",
+     "NVIDIA device nodes"),
     ("ray", {"ray_num_gpus": 0}, "ray_num_gpus", "declares its GPU"),
     ("ray", {"ray_head_service_name": " "}, "ray_head_service_name", "empty"),
     ("ray", {"ray_worker_service_name": ""}, "ray_worker_service_name", "empty"),
-    ("ray", {"ray_head_service_name": "ray", "ray_worker_service_name": "ray"}, "ray_worker_service_name",
-     "head's unit name"),
+    ("ray", {"ray_node_ip": "spark-1.fabric"}, "ray_node_ip", "no IPv4"),
+    ("ray", {"ray_worker_head_address": "10.0.0.300"}, "ray_worker_head_address", "no IPv4"),
 ]
 
 
@@ -109,6 +114,19 @@ def test_every_variable_a_check_reads_is_a_variable_of_the_collection():
 
 def test_a_template_waits_for_the_role_and_a_wrong_type_is_named_once():
     assert role_settings.problems("qsfp_network", {"qsfp_network_apply_method": "{{ method }}"}) == []
+    # What preflight reads of a value Ansible could not template is no value to judge.
+    assert role_settings.problems("ray", {"ray_node_ip": "<cannot template: 'x' is undefined>"}) == []
+    # No node_exporter: its address is not judged.
+    assert role_settings.problems("fleet_health", {"fleet_health_node_exporter": False,
+                                                   "fleet_health_node_exporter_address": "mgmt"}) == []
     # A type finding already names the variable: the settings check does not name it again.
     assert fp.check_role_settings({"h": {"ray_num_gpus": "x"}}, named=[("h", "ray_num_gpus")]) == []
     assert [f.variable for f in fp.check_role_settings({"h": {"ray_num_gpus": "x"}})] == ["ray_num_gpus"]
+
+
+@pytest.mark.parametrize("hardening", [
+    {"DevicePolicy": "auto"}, {"DevicePolicy": "closed", "DeviceAllow": ["/dev/nvidia0 rw", "/dev/nvidiactl rw",
+                                                                          "/dev/infiniband/uverbs0 rw"]},
+    {"PrivateDevices": "false"}])
+def test_a_sandbox_that_leaves_the_gpu_reachable_passes(hardening):
+    assert role_settings.problems("vllm_service", {"vllm_service_hardening": hardening}) == []
