@@ -181,7 +181,7 @@ def _qsfp_netplan_file(path):
     if isinstance(path, str) and re.match(r"^/etc/netplan/[^/]+\.yaml$", path):
         return []
     return [Problem("qsfp_network_netplan_file", path, "must be a .yaml file directly under /etc/netplan "
-                    "(netplan reads no other place)", "leave it unset (/etc/netplan/60-sparkfleet-fabric.yaml)")]
+                    "(netplan reads no other place)", "leave it unset (the role's default file under /etc/netplan)")]
 
 
 # ------------------------------------------------------------------ fabric_firewall
@@ -191,7 +191,7 @@ def _firewall_timeouts(confirm, revert):
     number = _int(confirm)
     if number is not None and number < 5:
         return [Problem("fabric_firewall_confirm_timeout", confirm, "is below 5 s: the controller cannot reach "
-                        "the host and confirm the new table in that time", "leave it unset (the default is 60)")]
+                        "the host and confirm the new table in that time", "leave it unset (the role's default)")]
     return _timeout_pair("fabric_firewall_confirm_timeout", confirm, "fabric_firewall_revert_timeout", revert)
 
 
@@ -229,7 +229,7 @@ def _health_port(port):
     number = _int(port)
     if number is not None and 0 < number < 65536:
         return []
-    return [Problem("fleet_health_node_exporter_port", port, "is no TCP port", "leave it unset (9100)")]
+    return [Problem("fleet_health_node_exporter_port", port, "is no TCP port", "leave it unset (the role's default)")]
 
 
 @check("fleet_health", "fleet_health_textfile_dir")
@@ -276,7 +276,7 @@ def _nccl_version(version):
 def _nccl_source(source):
     if source in ("git", "archive"):
         return []
-    return [Problem("nccl_source", source, "must be git or archive", "leave it unset (git)")]
+    return [Problem("nccl_source", source, "must be git or archive", "leave it unset (git, the rule book's pinned tag)")]
 
 
 @check("nccl", "nccl_source", "nccl_archive")
@@ -298,7 +298,7 @@ def _nccl_git(source, url, tag):
 @check("nccl", "nccl_tests_enabled", "nccl_tests_source", "nccl_tests_archive")
 def _nccl_tests_source(enabled, source, archive):
     if source not in ("git", "archive"):
-        return [Problem("nccl_tests_source", source, "must be git or archive", "leave it unset (git)")]
+        return [Problem("nccl_tests_source", source, "must be git or archive", "leave it unset (git, the rule book's pinned tag)")]
     if enabled not in (False, "false", "no", "False") and source == "archive" and not archive:
         return [Problem("nccl_tests_archive", archive, "is empty while nccl_tests_source is archive",
                         "give the nccl-tests archive, set nccl_tests_source: git, or nccl_tests_enabled: false")]
@@ -347,7 +347,7 @@ def _driver_pin(priority):
     if number is not None and number >= 990:
         return []
     return [Problem("nvidia_driver_pin_priority", priority, "is below 990: another repository's candidate could win "
-                    "over the pinned branch", "leave it unset (1001)")]
+                    "over the pinned branch", "leave it unset (the role's default)")]
 
 
 # ------------------------------------------------------------------ vllm_venv
@@ -434,7 +434,7 @@ def _ray_dashboard(host):
     if host in ("127.0.0.1", "::1", "localhost"):
         return []
     return [Problem("ray_head_dashboard_host", host, "the dashboard answers without the cluster token, so it "
-                    "listens on the head's loopback only", "leave it unset (127.0.0.1); reach it through an SSH tunnel")]
+                    "listens on the head's loopback only", "leave it unset (the head's loopback); reach it through an SSH tunnel")]
 
 
 @check("ray", "ray_num_gpus")
