@@ -23,6 +23,8 @@ import collections
 import ipaddress
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 Problem = collections.namedtuple("Problem", "variable value problem fix")
@@ -110,6 +112,17 @@ def _absolute(variable, value, what="an absolute path on the host"):
     return [Problem(variable, value, "must be %s" % what, "write the absolute path, e.g. the role's default")]
 
 
+def _one_of(variable, value, choices, fix):
+    if value in choices:
+        return []
+    return [Problem(variable, value, "must be %s" % " or ".join(choices), fix)]
+
+
+def _on(value):
+    """A boolean setting as Ansible reads it (yes/no/true/false/on/off/1/0, as text or not)."""
+    return boolean(value, strict=False)
+
+
 def _timeout_pair(short, short_value, long, long_value):
     """``short`` must leave at least 10 s before ``long`` (a confirmation before its automatic revert)."""
     low, high = _int(short_value), _int(long_value)
@@ -165,10 +178,8 @@ def _qsfp_payload(mtu, payload):
 
 @check("qsfp_network", "qsfp_network_apply_method")
 def _qsfp_apply_method(method):
-    if method in ("try", "apply"):
-        return []
-    return [Problem("qsfp_network_apply_method", method, "must be try or apply",
-                    "use try (netplan try: the host reverts unless the controller confirms)")]
+    return _one_of("qsfp_network_apply_method", method, ("try", "apply"),
+                   "use try (netplan try: the host reverts unless the controller confirms)")
 
 
 @check("qsfp_network", "qsfp_network_confirm_timeout", "qsfp_network_try_timeout")
@@ -240,7 +251,7 @@ def _health_textfile_dir(path):
 @check("fleet_health", "fleet_health_node_exporter_address", "sparkfleet_fabric_address", "fleet_health_node_exporter",
        optional=("sparkfleet_fabric_address", "fleet_health_node_exporter"))
 def _health_listen(listen, fabric, node_exporter):
-    if node_exporter in (False, "false", "False", "no"):
+    if node_exporter is not None and not _on(node_exporter):
         return []  # no node_exporter, no address
     if not listen:
         return []  # the management address, from the host's facts (the role checks it there)
@@ -272,11 +283,12 @@ def _nccl_version(version):
                     "leave it unset (the rule book's nccl_version)")]
 
 
+NCCL_SOURCES = ("git", "archive")
+
+
 @check("nccl", "nccl_source")
 def _nccl_source(source):
-    if source in ("git", "archive"):
-        return []
-    return [Problem("nccl_source", source, "must be git or archive", "leave it unset (git, the rule book's pinned tag)")]
+    return _one_of("nccl_source", source, NCCL_SOURCES, "leave it unset (git, the rule book's pinned tag)")
 
 
 @check("nccl", "nccl_source", "nccl_archive")
@@ -297,9 +309,10 @@ def _nccl_git(source, url, tag):
 
 @check("nccl", "nccl_tests_enabled", "nccl_tests_source", "nccl_tests_archive")
 def _nccl_tests_source(enabled, source, archive):
-    if source not in ("git", "archive"):
-        return [Problem("nccl_tests_source", source, "must be git or archive", "leave it unset (git, the rule book's pinned tag)")]
-    if enabled not in (False, "false", "no", "False") and source == "archive" and not archive:
+    wrong = _one_of("nccl_tests_source", source, NCCL_SOURCES, "leave it unset (git, the rule book's pinned tag)")
+    if wrong:
+        return wrong
+    if _on(enabled) and source == "archive" and not archive:
         return [Problem("nccl_tests_archive", archive, "is empty while nccl_tests_source is archive",
                         "give the nccl-tests archive, set nccl_tests_source: git, or nccl_tests_enabled: false")]
     return []
@@ -387,7 +400,6 @@ GPU_UNIT_DEVICES = (
     ("the NVIDIA device nodes (/dev/nvidia*)", ("char-nvidia", "/dev/nvidia")),
     ("the RDMA devices NCCL uses (/dev/infiniband/*)", ("char-infiniband", "/dev/infiniband")),
 )
-_TRUE = ("1", "yes", "true", "on")
 
 
 def _sandbox(variable, hardening):
@@ -395,7 +407,7 @@ def _sandbox(variable, hardening):
     and under DevicePolicy=closed or strict a DeviceAllow= entry for each."""
     if not isinstance(hardening, dict):
         return []
-    if str(hardening.get("PrivateDevices", "")).strip().lower() in _TRUE:
+    if _on(hardening.get("PrivateDevices", False)):
         return [Problem(variable, hardening, "PrivateDevices=%s hides /dev/nvidia* and /dev/infiniband from the unit: "
                         "CUDA finds no GPU" % hardening["PrivateDevices"],
                         "remove PrivateDevices; the role's default (DevicePolicy=closed with DeviceAllow) sandboxes "
