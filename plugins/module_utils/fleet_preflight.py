@@ -428,11 +428,6 @@ def check_model_sources(fleet):
     return findings
 
 
-# Every environment the inventory adds to a unit that runs vLLM's model code: the vLLM units, and the Ray
-# units, under whose environment the ray executor's GPU workers run.
-SERVICE_ENVIRONMENTS = ("vllm_service_environment", "ray_environment")
-
-
 # The roles' own names for the services' account (each defaults to the fleet's service_user).
 SERVICE_USER_VARIABLES = ("ray_user", "vllm_service_user")
 
@@ -480,20 +475,6 @@ def check_role_settings(fleet, roles_dir=None, named=()):
                             for name in role_settings.variables(role) if (host, name) not in named)
             findings.extend(Finding(host, problem.variable, problem.value, problem.problem, problem.fix)
                             for problem in role_settings.problems(role, settings))
-    return findings
-
-
-def check_environment(fleet):
-    """What the inventory adds to the services' environment may not undo the kernel rules."""
-    findings = []
-    for host in sorted(fleet):
-        for variable in SERVICE_ENVIRONMENTS:
-            env = fleet[host].get(variable)
-            if not isinstance(env, dict):
-                continue  # its type is check_variable_types' business
-            for name, value, rule_id, fix in rulebook.env_violations(env):
-                findings.append(Finding(host, "%s.%s" % (variable, name), value,
-                                        "the rule book forbids it (rule %s)" % rule_id, fix))
     return findings
 
 
@@ -657,36 +638,6 @@ def _port_number(value):
     return isinstance(value, int) and not isinstance(value, bool) and MINIMUM["port"] <= value <= MAXIMUM["port"]
 
 
-def check_ray_ports(host, role, ports, defaults):
-    """``ray_head_ports`` / ``ray_worker_ports`` as an inventory sets them. The map is merged over the role's
-    default key by key (``fleet_plan.ray_ports``), so it may name only the ports it moves; no other key (a
-    misspelt one would be ignored), each an integer port, and the merged worker range from min_worker up to
-    max_worker. Duplicates are check_cluster_layout's."""
-    variable = "%s_ports" % role
-    findings = []
-    known = sorted(defaults)
-    for key in sorted(ports, key=str):
-        if key in defaults:
-            continue
-        close = difflib.get_close_matches(str(key), known, n=1)
-        findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
-                                "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
-                                ("rename it to '%s'" % close[0]) if close else
-                                "remove it; the keys are %s" % ", ".join(known)))
-    for key in known:
-        if key in ports and not _port_number(ports[key]):
-            findings.append(Finding(host, "%s.%s" % (variable, key), ports[key],
-                                    "must be an integer port %d-%d" % (MINIMUM["port"], MAXIMUM["port"]),
-                                    "write a port number, e.g. the default %s" % defaults[key]))
-    merged = dict(defaults, **dict((k, v) for k, v in ports.items() if k in defaults))
-    low, high = merged.get("min_worker"), merged.get("max_worker")
-    if _port_number(low) and _port_number(high) and int(low) >= int(high):
-        findings.append(Finding(host, "%s.min_worker" % variable, low, "not below max_worker %s" % high,
-                                "make min_worker < max_worker (default %s-%s)" % (
-                                    defaults.get("min_worker"), defaults.get("max_worker"))))
-    return findings
-
-
 def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
     """One Ray head per cluster, heads that exist, and no port used twice on a host
     (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
@@ -743,7 +694,7 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
             try:
                 port = int(port)
             except (TypeError, ValueError):
-                return  # the type is the entry check's (or check_ray_ports') finding
+                return  # the type is the entry check's (or role_settings') finding
             if port in used:
                 findings.append(Finding(host, variable, port, "already used by %s on this host" % used[port],
                                         "give each service on a host its own port"))
@@ -756,11 +707,11 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
             ports = dict(ray_defaults.get(role, {}))
             own = host_vars.get(role + "_ports")
             if isinstance(own, dict):
-                findings.extend(check_ray_ports(host, role, own, ray_defaults.get(role, {})))
-                # merged over the role's default key by key (fleet_plan.ray_ports); unknown keys are findings above
+                # merged over the role's default key by key (fleet_plan.ray_ports); the map itself (its keys, types,
+                # the ports it gives twice, the worker range) is role_settings' check of <role>_ports
                 ports.update((key, value) for key, value in own.items() if key in ports)
             for key, port in sorted(ports.items()):
-                if key in ("min_worker", "max_worker"):
+                if key in ("min_worker", "max_worker") or (_port_number(port) and int(port) in used):
                     continue
                 take(port, "Ray (%s_ports.%s)" % (role, key), "%s_ports.%s" % (role, key))
             try:
@@ -903,7 +854,6 @@ def judge_fleet(fleet, role_specs, checks=None):
     findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults"), checks.get("node_exporter_port")))
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))
-    findings.extend(check_environment(fleet))
     findings.extend(check_torch(fleet))
     findings.extend(check_firewall(fleet))
     findings.extend(check_role_settings(fleet, named=[(f.host, f.variable) for f in findings]))

@@ -35,6 +35,42 @@ HEAD_ONLY_PORTS = ("gcs", "ray_client_server", "dashboard")
 ROLES = ("head", "worker")
 
 
+# The other options ray_args sets, each with the variable (or fact) that sets it: ray_extra_args may not repeat one.
+MANAGED_FLAGS = dict([(flag, "ray_head_ports.%s / ray_worker_ports.%s" % (key, key)) for key, flag in PORT_FLAGS] + [
+    ("--head", "the fleet plan (group ray_head)"), ("--block", "the unit (ray start stays in the foreground)"),
+    ("--address", "ray_worker_head_host (the fleet plan's head)"), ("--node-ip-address", "ray_node_ip"),
+    ("--include-dashboard", "ray_head_include_dashboard"), ("--dashboard-host", "ray_head_dashboard_host"),
+    ("--dashboard-port", "ray_head_ports.dashboard"), ("--num-gpus", "ray_num_gpus"),
+    ("--disable-usage-stats", "the rule book (usage statistics stay off)"), ("--num-cpus", "ray_num_cpus"),
+    ("--object-store-memory", "ray_object_store_memory")])
+
+
+def extra_args_problems(extra):
+    """What ``ray start`` would make of ``ray_extra_args`` (``(problem, fix)`` pairs). Its options are click's:
+    an item is one token, so ``"--num-cpus 4"`` is one unknown option name; click does not read an underscore as a
+    dash (``--num_cpus`` is no option); and an option the collection sets from a variable may not come twice."""
+    found = []
+    if not isinstance(extra, (list, tuple)) or not all(isinstance(item, str) for item in extra):
+        return [("must be a list of strings, one argv item each", "write e.g. ['--resources', '{\"x\": 1}']")]
+    for item in extra:
+        name = item.split("=", 1)[0]
+        if not name.startswith("--"):
+            continue  # a value of the option before it
+        if any(c.isspace() for c in name):
+            words = item.split(None, 1)
+            found.append(("has %r as one item: ray start reads the whole string as one option name and refuses it"
+                          % item, "write the option and its value as two items (%s), or as %s=%s"
+                          % (", ".join(repr(w) for w in words), words[0], words[1] if len(words) > 1 else "")))
+            name = words[0]
+        if "_" in name:
+            found.append(("has %s: ray start's options are spelt with dashes (click reads no underscore as one), "
+                          "so it stops with 'No such option'" % name, "write %s" % name.replace("_", "-")))
+            name = name.replace("_", "-")
+        if name in MANAGED_FLAGS:
+            found.append(("has %s, which the collection sets itself" % name, "set %s instead" % MANAGED_FLAGS[name]))
+    return found
+
+
 class RayArgsError(ValueError):
     """An input ``ray start`` cannot be given (the filter raises it as AnsibleFilterError)."""
 

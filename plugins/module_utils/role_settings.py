@@ -20,14 +20,17 @@ one of these, a preflight check, or a check of what an earlier stage made.
 from __future__ import annotations
 
 import collections
+import difflib
 import ipaddress
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import MAXIMUM, MINIMUM
 
 Problem = collections.namedtuple("Problem", "variable value problem fix")
+PORT_RANGE = (MINIMUM["port"], MAXIMUM["port"])
 
 CHECKS = collections.OrderedDict()
 
@@ -492,3 +495,116 @@ def _ray_node_ip(address):
 @check("ray", "ray_worker_head_address")
 def _ray_head_address(address):
     return _ipv4_or_unset("ray_worker_head_address", address, "leave it unset: the head's sparkfleet_fabric_address")
+
+
+def _click_int(variable, value, fix):
+    """A ``ray start`` option of click's INT type: click takes an integer or its digits; a size such as '10GB' or a
+    float stops the unit with 'is not a valid integer'."""
+    number = _int(value)
+    if number is not None and number >= 0:
+        return []
+    return [Problem(variable, value, "ray start reads it as a whole number (click INT)", fix)]
+
+
+@check("ray", "ray_num_cpus")
+def _ray_cpus(cpus):
+    return _click_int("ray_num_cpus", cpus, "write a whole number of CPUs, or 0 to let Ray count them (the default)")
+
+
+@check("ray", "ray_object_store_memory")
+def _ray_object_store(size):
+    return _click_int("ray_object_store_memory", size, "write the size in bytes (e.g. 10737418240 for 10 GiB), or 0 "
+                      "to let Ray choose (the default)")
+
+
+@check("ray", "ray_extra_args")
+def _ray_extra(extra):
+    return [Problem("ray_extra_args", extra, problem, fix) for problem, fix in ray_args.extra_args_problems(extra)]
+
+
+def _port(value):
+    number = _int(value)
+    return number if number is not None and PORT_RANGE[0] <= number <= PORT_RANGE[1] else None
+
+
+def _ray_port_map(role, ports):
+    """``ray_head_ports`` / ``ray_worker_ports`` as the inventory writes them: merged over the role's default key by
+    key (``fleet_plan.ray_ports``), so a map may name only the ports it moves; no other key (a misspelt one would be
+    ignored), each an integer port (click INT), every merged port distinct, min_worker below max_worker."""
+    variable = role + "_ports"
+    if not isinstance(ports, dict):
+        return [Problem(variable, ports, "must be a mapping of Ray port names to ports", "name only the ports you move, "
+                        "e.g. {gcs: 6400}")]
+    defaults = fleet_plan.default_ray_ports(role)
+    found = []
+    for key in sorted(ports, key=str):
+        if key not in defaults:
+            close = difflib.get_close_matches(str(key), sorted(defaults), n=1)
+            found.append(Problem("%s.%s" % (variable, key), ports[key], "no Ray port: the map is merged over the "
+                                 "role's default key by key, so it would be ignored"
+                                 + (" (did you mean '%s'?)" % close[0] if close else ""),
+                                 ("rename it to '%s'" % close[0]) if close else
+                                 "remove it; the keys are %s" % ", ".join(sorted(defaults))))
+        elif _port(ports[key]) is None:
+            found.append(Problem("%s.%s" % (variable, key), ports[key], "must be an integer port %d-%d (ray start reads "
+                                 "it as click INT)" % PORT_RANGE, "write a port number, e.g. the default %s"
+                                 % defaults[key]))
+    if found:
+        return found
+    merged = dict(defaults, **ports)
+    owners = {}
+    for key in sorted(merged):
+        owners.setdefault(_port(merged[key]), []).append(key)
+    for port, keys in sorted(owners.items()):
+        if len(keys) > 1:
+            found.append(Problem(variable, dict((k, merged[k]) for k in keys), "gives port %d to %s: Ray binds each "
+                                 "once" % (port, " and ".join(keys)), "give each of them its own port (merged over "
+                                 "the role's defaults %s)" % ", ".join("%s=%s" % (k, defaults[k]) for k in keys)))
+    low, high = _port(merged.get("min_worker")), _port(merged.get("max_worker"))
+    if low is not None and high is not None and low >= high:
+        found.append(Problem("%s.min_worker" % variable, merged["min_worker"], "not below max_worker %s" % high,
+                             "make min_worker < max_worker (the role's default %s-%s)"
+                             % (defaults.get("min_worker"), defaults.get("max_worker"))))
+    return found
+
+
+@check("ray", "ray_head_ports")
+def _ray_head_ports(ports):
+    return _ray_port_map("ray_head", ports)
+
+
+@check("ray", "ray_worker_ports")
+def _ray_worker_ports(ports):
+    return _ray_port_map("ray_worker", ports)
+
+
+# ------------------------------------------------------------------ the services' environments
+
+# systemd reads an environment name as [A-Za-z_][A-Za-z0-9_]* (env_name_is_valid): it skips any other line of an
+# EnvironmentFile with only a log warning, so the setting would silently not reach the service.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _environment(variable, env):
+    """What the inventory adds to a service's environment: names systemd takes, and nothing that undoes the rule
+    book's kernel rules (rulebook.env_violations)."""
+    if not isinstance(env, dict):
+        return [Problem(variable, env, "must be a mapping of variable names to values", "write NAME: value pairs")]
+    found = [Problem("%s.%s" % (variable, name), env[name], "systemd takes only names of letters, digits and _ "
+                     "(not starting with a digit) and skips any other line, so it would never reach the service",
+                     "write the name as the program reads it, e.g. %s" % re.sub(r"[^A-Za-z0-9_]", "_", str(name)))
+             for name in sorted(env, key=str) if not ENV_NAME.match(str(name))]
+    found.extend(Problem("%s.%s" % (variable, name), value, "the rule book forbids it (rule %s)" % rule_id, fix)
+                 for name, value, rule_id, fix in rulebook.env_violations(env))
+    return found
+
+
+@check("vllm_service", "vllm_service_environment")
+def _vllm_environment(env):
+    return _environment("vllm_service_environment", env)
+
+
+@check("ray", "ray_environment")
+def _ray_environment(env):
+    # The ray executor's GPU workers run vLLM under the Ray unit, with this environment.
+    return _environment("ray_environment", env)

@@ -64,7 +64,13 @@ KNOWN_SPELLINGS_VLLM = [
     ["vllm", "serve", "m", "--max_num_seqs=8", "--speculative_config.method=mtp",
      "--speculative_config.num_speculative_tokens=2"],
 ]
-KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"]]
+# What role_settings refuses in the ray role's settings because Ray's click command does (ray_args.extra_args_problems,
+# _click_int): an option and its value as one item, an underscore where click wants a dash, a size for an INT option.
+KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"],
+                 ["ray", "start", "--head", "--plasma-directory /dev/shm"],
+                 ["ray", "start", "--head", "--plasma_directory=/dev/shm"],
+                 ["ray", "start", "--head", "--object-store-memory=10GB"],
+                 ["ray", "start", "--head", "--num-cpus=4.5"]]
 # Variables of a checked family that the collection sets for someone other than the
 # release, each with the reason; the test prints them. Keep this short.
 NOT_FOR_THE_RELEASE = {
@@ -217,6 +223,14 @@ def test_ray_start_accepts_every_unit_argv(contract):
 
 def test_the_real_ray_command_refuses_a_known_bad_flag(contract):
     assert contract["ray_bad_verdicts"] and not any(v["ok"] for v in contract["ray_bad_verdicts"])
+
+
+def test_every_option_the_collection_manages_is_a_ray_start_option(contract):
+    """ray_extra_args may not repeat what ray_args sets (role_settings refuses it by these names): each of them is an
+    option of the pinned Ray's ray start, so none of the names is stale."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import ray_args
+    missing = sorted(set(ray_args.MANAGED_FLAGS) - set(contract["answer"]["ray_start_options"]))
+    assert not missing, "%s has no option %s (plugins/module_utils/ray_args.py MANAGED_FLAGS)" % (RAY, missing)
 
 
 def test_every_variable_is_read_by_its_release(contract):

@@ -69,6 +69,19 @@ BAD = [
     ("ray", {"ray_worker_service_name": ""}, "ray_worker_service_name", "empty"),
     ("ray", {"ray_node_ip": "spark-1.fabric"}, "ray_node_ip", "no IPv4"),
     ("ray", {"ray_worker_head_address": "10.0.0.300"}, "ray_worker_head_address", "no IPv4"),
+    ("ray", {"ray_num_cpus": "4 cores"}, "ray_num_cpus", "click INT"),
+    ("ray", {"ray_object_store_memory": "10GB"}, "ray_object_store_memory", "click INT"),
+    ("ray", {"ray_extra_args": ["--plasma_directory=/dev/shm"]}, "ray_extra_args", "with dashes"),
+    ("ray", {"ray_extra_args": ["--resources {}"]}, "ray_extra_args", "as one item"),
+    ("ray", {"ray_extra_args": ["--node-ip-address", "10.0.0.1"]}, "ray_extra_args", "sets itself"),
+    ("ray", {"ray_head_ports": {"gcs": 8265}}, "ray_head_ports", "gives port 8265 to dashboard and gcs"),
+    ("ray", {"ray_worker_ports": "6380"}, "ray_worker_ports", "mapping"),
+    ("ray", {"ray_environment": {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}}, "ray_environment.VLLM_USE_FLASHINFER_MOE_FP4",
+     "rule flashinfer_moe_fp4_off"),
+    ("ray", {"ray_environment": "NCCL_DEBUG=INFO"}, "ray_environment", "mapping"),
+    ("vllm_service", {"vllm_service_environment": {"NCCL-DEBUG": "INFO"}}, "vllm_service_environment.NCCL-DEBUG",
+     "systemd takes only names"),
+    ("vllm_service", {"vllm_service_environment": ["HF_HOME=/srv/hf"]}, "vllm_service_environment", "mapping"),
 ]
 
 
@@ -130,3 +143,33 @@ def test_a_template_waits_for_the_role_and_a_wrong_type_is_named_once():
     {"PrivateDevices": "false"}])
 def test_a_sandbox_that_leaves_the_gpu_reachable_passes(hardening):
     assert role_settings.problems("vllm_service", {"vllm_service_hardening": hardening}) == []
+
+
+@pytest.mark.parametrize("ports,variable,words", [
+    ({"gsc": 6400}, "ray_head_ports.gsc", "did you mean 'gcs'"),
+    ({"gcs": "6400a"}, "ray_head_ports.gcs", "integer port"),
+    ({"gcs": 80}, "ray_head_ports.gcs", "integer port"),
+    ({"min_worker": 30000}, "ray_head_ports.min_worker", "not below max_worker"),
+])
+def test_a_port_map_is_judged_key_by_key(ports, variable, words):
+    """The map is merged over the role's default key by key: each key it names is judged, with the key meant."""
+    found = role_settings.problems("ray", {"ray_head_ports": ports})
+    assert [(p.variable, words in p.problem) for p in found] == [(variable, True)], found
+
+
+def test_a_port_map_that_moves_ports_apart_passes():
+    assert role_settings.problems("ray", {"ray_head_ports": {"gcs": 6400, "dashboard": "8266"},
+                                          "ray_worker_ports": {"min_worker": 21000, "max_worker": 21999}}) == []
+
+
+def test_every_option_the_collection_sets_is_refused_in_extra_args():
+    """ray_args' argv options (ports, address, GPUs, dashboard) may not come again through ray_extra_args."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import ray_args
+    argv = ray_args.ray_args("head", "/opt/ray", "10.0.0.1", dict(fleet_plan.default_ray_ports("ray_head")), 1,
+                             num_cpus=4, object_store_memory=1 << 30)
+    worker = ray_args.ray_args("worker", "/opt/ray", "10.0.0.2", dict(fleet_plan.default_ray_ports("ray_worker")), 1,
+                               head_address="10.0.0.1:6379")
+    options = set(a.split("=", 1)[0] for a in argv[2:] + worker[2:])
+    assert options == set(ray_args.MANAGED_FLAGS)
+    for option in sorted(options):
+        assert role_settings.problems("ray", {"ray_extra_args": [option + "=1"]}), option
