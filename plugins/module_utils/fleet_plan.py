@@ -182,6 +182,19 @@ def placements(host, models, executor=None, address_of=None):
     return out
 
 
+# The API's bind addresses that mean every address of the host; the gates then call it on the loopback.
+DEFAULT_HOST = MODEL_ENTRY_SPEC["host"]["default"]
+WILDCARD_HOSTS = ("0.0.0.0", "::")
+
+
+def call_address(host):
+    """The address the gates on the host (verify's calls, the health probe) call an API bound to ``host`` (the
+    entry's ``host``, vLLM's ``--host``) at: the loopback for a wildcard, else that address itself (an API bound to
+    one address answers on no other). Preflight refuses a ``host`` that is no address of the host."""
+    host = DEFAULT_HOST if host is None else str(host).strip()
+    return "127.0.0.1" if host in WILDCARD_HOSTS or not host else host
+
+
 def served_name(model):
     """The model name clients ask the API for: the entry's ``served_name``, else its ``model``."""
     return model.get("served_name") or model.get("model")
@@ -189,8 +202,9 @@ def served_name(model):
 
 def services(host, models, executor=None, address_of=None, unit_prefix=None, vllm_bin=None):
     """The vLLM services of ``host``: one per entry it takes part in and runs a unit for, each
-    ``{name, unit, port, served_name, rank, role, serves_api, nodes, head, executor, nnodes, master_addr,
-    master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written).
+    ``{name, unit, port, served_name, rank, role, serves_api, call_address, nodes, head, executor, nnodes,
+    master_addr, master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written;
+    ``call_address``: where the host's own gates call its API, ``call_address``).
     ``unit_prefix``: None for vllm_service's default."""
     unit_prefix = unit_prefix or DEFAULT_UNIT_PREFIX
     out = []
@@ -203,6 +217,7 @@ def services(host, models, executor=None, address_of=None, unit_prefix=None, vll
             "port": place["model"].get("port", DEFAULT_PORT),
             "served_name": served_name(place["model"]),
             "serves_api": place["rank"] == 0,
+            "call_address": call_address(place["model"].get("host")),
             "cluster": cluster_args(place, vllm_bin),
         })
         out.append(service)

@@ -14,6 +14,7 @@ tested directly.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 
 try:
@@ -425,6 +426,56 @@ def check_model_sources(fleet):
                     continue
                 findings.append(Finding(host, _var(host_vars, index, model, problem.key), problem.value,
                                         problem.problem, problem.fix))
+    return findings
+
+
+def _addresses_of(host_vars):
+    """The IPv4 addresses preflight knows ``host`` holds or will hold: its fabric address (qsfp_network puts it on
+    the port), ``ansible_host`` when it is an address, and from its facts the management address and those of its
+    QSFP netdevs. ``(addresses, from_facts)``: whether the facts were read."""
+    gb10 = (host_vars.get("ansible_facts") or {}).get("gb10") or {}
+    found = set()
+    for value in (host_vars.get("sparkfleet_fabric_address"), host_vars.get("ansible_host"),
+                  (gb10.get("management") or {}).get("ipv4")):
+        if isinstance(value, str):
+            found.add(value.strip())
+    for netdev in (gb10.get("netdevs") or {}).values():
+        found.update(str(a).split("/")[0] for a in (netdev or {}).get("ipv4") or [])
+    return found, bool(gb10.get("management") or gb10.get("netdevs"))
+
+
+def check_api_addresses(fleet):
+    """The address each API binds to (an entry's ``host``, vLLM's ``--host``) is one the host holds, and one its
+    gates can call (``fleet_plan.call_address``: a wildcard on the loopback, else the address itself): an IPv4
+    address of this host, the loopback, or 0.0.0.0 / :: for every address. A name or an address of another host
+    would leave vLLM unable to bind, after every earlier stage ran."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        addresses, from_facts = _addresses_of(host_vars)
+        for index, model in enumerate(_models(host_vars)):
+            if not isinstance(model, dict) or not isinstance(model.get("host", fleet_plan.DEFAULT_HOST), str):
+                continue  # a wrong type is the entry check's finding
+            nodes = model.get("nodes") or [host]
+            if not isinstance(nodes, list) or not nodes or nodes[0] != host:
+                continue  # only the first node serves the API
+            bind = model.get("host", fleet_plan.DEFAULT_HOST).strip()
+            if bind in fleet_plan.WILDCARD_HOSTS:
+                continue
+            fix = ("leave host out (%s: every address; the gates call the loopback) or write one of this host's "
+                   "IPv4 addresses%s" % (fleet_plan.DEFAULT_HOST, " (%s)" % ", ".join(sorted(addresses)) if addresses
+                                         else ""))
+            try:
+                address = ipaddress.IPv4Address(bind)
+            except ValueError:
+                findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
+                                        "is no IPv4 address: the API binds to it and the host's gates (verify, the "
+                                        "health probe) call it there", fix))
+                continue
+            if not address.is_loopback and bind not in addresses and from_facts:
+                findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
+                                        "is no address of this host (it has %s): vLLM could not bind the API"
+                                        % (", ".join(sorted(addresses)) or "none"), fix))
     return findings
 
 
@@ -854,6 +905,7 @@ def judge_fleet(fleet, role_specs, checks=None):
     findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults"), checks.get("node_exporter_port")))
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))
+    findings.extend(check_api_addresses(fleet))
     findings.extend(check_torch(fleet))
     findings.extend(check_firewall(fleet))
     findings.extend(check_role_settings(fleet, named=[(f.host, f.variable) for f in findings]))

@@ -44,7 +44,7 @@ def key_source(service, inventory_key):
 
 def units(services, model_store_dir, secrets_dir, inventory_key=False, hf_token=False, api_guard=True):
     """One record per vLLM unit of the host: the plan service's ``name``, ``entry``, ``cluster``, ``rank``,
-    ``nodes``, ``port``, ``served_name`` and ``unit``, with ``unit_file``, ``key`` (see the module),
+    ``nodes``, ``port``, ``served_name``, ``call_address`` and ``unit``, with ``unit_file``, ``key`` (see the module),
     ``env_file`` (the root-only secrets file systemd hands the service: its API key where the role writes it,
     the hub token; ``''`` for none), ``key_file`` (a generated key), ``guarded`` (the API guard middleware
     loads: the endpoint has a key and ``api_guard``) and ``stored`` (the entry has a ``source``: it is served
@@ -63,7 +63,7 @@ def units(services, model_store_dir, secrets_dir, inventory_key=False, hf_token=
         out.append({
             "name": service["name"], "entry": entry, "cluster": service["cluster"], "rank": service["rank"],
             "nodes": service["nodes"], "port": service["port"], "served_name": service["served_name"],
-            "unit": service["unit"], "unit_file": "%s/%s.service" % (UNIT_DIR, service["unit"]),
+            "call_address": service["call_address"], "unit": service["unit"], "unit_file": "%s/%s.service" % (UNIT_DIR, service["unit"]),
             "key": key, "env_file": env_file, "key_file": posixpath.join(secrets_dir, model["name"] + ".key"),
             "guarded": key in KEYED and boolean(api_guard, strict=False), "stored": stored,
         })

@@ -373,3 +373,39 @@ def test_role_settings_refused_before_their_role_runs(host_vars, variable):
                                        {"fabric_firewall_confirm_timeout": 20, "fabric_firewall_revert_timeout": 40}])
 def test_role_settings_as_the_rule_book_wants_pass(host_vars):
     assert fp.check_role_settings({"spark-1": host_vars}) == []
+
+
+# ----------------------------------------------------------- the API's bind address
+def _api_host(bind, facts=True):
+    host_vars = _host("192.168.100.10", [{"name": "m", "model": "org/m", "host": bind}])
+    host_vars["ansible_host"] = "10.1.0.11"
+    if facts:
+        host_vars["ansible_facts"] = {"gb10": dict(GB10, management={"devs": ["enP7s7"], "ipv4": "192.168.1.11"},
+                                                   netdevs={"enp1s0f1np1": {"ipv4": ["192.168.100.10/24"]}})}
+    return {"a": host_vars}
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0", "::", "127.0.0.1", "192.168.100.10", "192.168.1.11", "10.1.0.11"])
+def test_an_api_bound_to_an_address_of_the_host_passes(bind):
+    assert fp.check_api_addresses(_api_host(bind)) == []
+
+
+@pytest.mark.parametrize("bind,words", [("192.168.100.11", "no address of this host"),
+                                        ("spark-1.lan", "no IPv4 address")])
+def test_an_api_bound_where_the_host_cannot_bind_is_refused(bind, words):
+    found = fp.check_api_addresses(_api_host(bind))
+    assert [(f.host, f.variable, f.value) for f in found] == [("a", "sparkfleet_models[0] (m).host", bind)]
+    assert words in found[0].problem and "192.168.1.11" in found[0].fix
+
+
+def test_without_facts_an_unknown_address_is_left_to_the_host():
+    assert fp.check_api_addresses(_api_host("192.168.100.11", facts=False)) == []
+
+
+def test_the_gates_call_an_api_where_it_binds():
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
+    assert [fleet_plan.call_address(h) for h in (None, "0.0.0.0", "::", "", "192.168.100.10", "127.0.0.1")] == \
+        ["127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "192.168.100.10", "127.0.0.1"]
+    plan = fleet_plan.build({"a": {"group_names": ["sparks"], "sparkfleet_fabric_address": "192.168.100.10",
+                                   "sparkfleet_models": [{"name": "m", "model": "org/m", "host": "192.168.100.10"}]}})
+    assert [e["call_address"] for e in fleet_plan.host_view(plan, "a")["endpoints"]] == ["192.168.100.10"]
