@@ -31,6 +31,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults imp
     FLEET_DEFAULTS, fleet_default, fleet_value, inventory_variable)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, MODEL_ENTRY_SPEC, SECRET_SHOWN, api_key_optout, is_secret)
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import weights_shortfall
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 
 
@@ -356,6 +357,7 @@ def check_models(fleet, entry_check, memory_split, utilization):
         ports = {}
         names = {}
         local_services = []
+        placed = []
         for index, model in enumerate(_models(host_vars)):
             if not isinstance(model, dict):
                 findings.append(Finding(host, _var(host_vars, index, model), model, "a model entry must be a mapping",
@@ -404,7 +406,20 @@ def check_models(fleet, entry_check, memory_split, utilization):
                                         problem.problem, problem.fix))
             if not problems:
                 local_services.append(_entry(model))
+                placed.append((index, model))
         findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization, _models_var(host_vars)))
+        if not all(_sized(entry) for entry in local_services):
+            # No arithmetic of the whole host: each entry's weights alone must still fit its share.
+            for index, model in placed:
+                entry = _entry(model)
+                share = float(entry.get("gpu_memory_utilization") or utilization["default"])
+                short = weights_shortfall(gb10, entry, share)
+                if short:
+                    findings.append(Finding(host, _var(host_vars, index, model, "gpu_memory_utilization"),
+                                            entry.get("gpu_memory_utilization", share), short,
+                                            "spread the model over more Sparks (nodes), serve a smaller or quantized "
+                                            "checkpoint, or raise gpu_memory_utilization (at most %.2f for all the "
+                                            "host's models together)" % utilization["ceiling"]))
     return findings
 
 

@@ -53,6 +53,38 @@ def service_need(entry, what, disk_bytes=None):
     }
 
 
+def cuda_total(gb10_facts):
+    """``(bytes, what)``: the memory vLLM takes its fraction of, CUDA's total where the GPU gate recorded it, else
+    MemTotal (rule unified_memory); ``(None, None)`` without either."""
+    memory = (gb10_facts or {}).get("memory") or {}
+    cuda_b = memory.get("cuda_total_bytes")
+    if isinstance(cuda_b, int) and not isinstance(cuda_b, bool) and cuda_b > 0:
+        return cuda_b, "CUDA total"
+    total_b = memory.get("mem_total_bytes")
+    return (total_b, "MemTotal") if total_b else (None, None)
+
+
+def weights_shortfall(gb10_facts, entry, utilization):
+    """For an entry whose KV cache cannot be sized (no num_layers, ...) but whose weights can (weights_gib or
+    params_b): the text saying why its share of the weights on one node, with its overhead, exceeds
+    ``utilization`` of the host's memory, else None. The KV cache would need more still, so this is a floor: a
+    model that fails it cannot load."""
+    total_b, sized_by = cuda_total(gb10_facts)
+    weights = weights_gib(entry)
+    if not total_b or weights is None:
+        return None
+    nodes = (entry.get("tensor_parallel_size") or 1) * (entry.get("pipeline_parallel_size") or 1)
+    overhead = float(entry.get("overhead_gib", MODEL_ENTRY_SPEC["overhead_gib"]["default"]))
+    need = weights / nodes + overhead
+    budget = utilization * total_b / GIB
+    if need <= budget:
+        return None
+    return ("its weights, %.1f GiB%s, and %.1f GiB of overhead need %.1f GiB before any KV cache, but "
+            "gpu_memory_utilization %.2f of %s %.1f GiB gives %.1f GiB" % (
+                weights / nodes, " on each of %d nodes" % nodes if nodes > 1 else "", overhead, need, utilization,
+                sized_by, total_b / GIB, budget))
+
+
 def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=None, host=None, weights_on_disk=None):
     host = host or "this host"
     if not isinstance(gb10_facts, dict):
@@ -77,10 +109,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
 
     # vLLM takes its fraction of what CUDA reports. Where the GPU gate recorded that (memory.cuda_total_bytes;
     # ~62 GB with nvidia modeset=0 against ~120 GB of MemTotal, rule unified_memory), size from it.
-    cuda_b = (gb10_facts.get("memory") or {}).get("cuda_total_bytes")
-    sized_by = "MemTotal"
-    if isinstance(cuda_b, int) and not isinstance(cuda_b, bool) and cuda_b > 0:
-        total_b, sized_by = cuda_b, "CUDA total"
+    total_b, sized_by = cuda_total(gb10_facts)
     total = total_b / GIB
     plan = {}
     order = []

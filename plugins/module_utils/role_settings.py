@@ -557,9 +557,12 @@ def _ray_port_map(role, ports):
         owners.setdefault(_port(merged[key]), []).append(key)
     for port, keys in sorted(owners.items()):
         if len(keys) > 1:
-            found.append(Problem(variable, dict((k, merged[k]) for k in keys), "gives port %d to %s: Ray binds each "
-                                 "once" % (port, " and ".join(keys)), "give each of them its own port (merged over "
-                                 "the role's defaults %s)" % ", ".join("%s=%s" % (k, defaults[k]) for k in keys)))
+            # Blamed on the key the inventory moved off its default (the defaults are distinct).
+            moved = [k for k in keys if k in ports and _port(ports[k]) != _port(defaults[k])] or keys
+            others = [k for k in keys if k != moved[0]]
+            found.append(Problem("%s.%s" % (variable, moved[0]), merged[moved[0]], "also the port of %s: Ray binds "
+                                 "each port once" % " and ".join(others), "give %s a port of its own (the role's "
+                                 "defaults: %s)" % (moved[0], ", ".join("%s=%s" % (k, defaults[k]) for k in keys))))
     low, high = _port(merged.get("min_worker")), _port(merged.get("max_worker"))
     if low is not None and high is not None and low >= high:
         found.append(Problem("%s.min_worker" % variable, merged["min_worker"], "not below max_worker %s" % high,

@@ -409,3 +409,25 @@ def test_the_gates_call_an_api_where_it_binds():
     plan = fleet_plan.build({"a": {"group_names": ["sparks"], "sparkfleet_fabric_address": "192.168.100.10",
                                    "sparkfleet_models": [{"name": "m", "model": "org/m", "host": "192.168.100.10"}]}})
     assert [e["call_address"] for e in fleet_plan.host_view(plan, "a")["endpoints"]] == ["192.168.100.10"]
+
+
+# ----------------------------------------------------------- declared weights against the host's share
+def _weights_fleet(entry, gb10=GB10):
+    return {"a": dict(_host("192.168.100.10", [dict({"name": "big", "model": "org/big"}, **entry)]),
+                      ansible_facts={"gb10": gb10})}
+
+
+def test_weights_larger_than_the_share_are_refused_without_the_sizing_keys():
+    """70B parameters in BF16 (130 GiB) on one Spark: no KV arithmetic without num_layers, but the weights alone
+    exceed 0.87 of its memory."""
+    found = _models(_weights_fleet({"checkpoint_format": "bf16", "params_b": 70}))
+    assert [(f.variable, f.value) for f in found] == [("sparkfleet_models[0] (big).gpu_memory_utilization", 0.87)]
+    assert "its weights, 130.4 GiB, and 3.0 GiB of overhead need 133.4 GiB" in found[0].problem
+    assert "MemTotal 121.7 GiB gives 105.9 GiB" in found[0].problem
+
+
+def test_the_share_is_the_nodes_and_cuda_total_decides():
+    assert _models({"a": dict(_weights_fleet({"checkpoint_format": "fp8", "params_b": 70})["a"])}) == []
+    cuda = dict(GB10, memory=dict(GB10["memory"], cuda_total_bytes=62 * 2 ** 30))
+    found = _models(_weights_fleet({"checkpoint_format": "fp8", "params_b": 70}, cuda))
+    assert len(found) == 1 and "CUDA total 62.0 GiB" in found[0].problem

@@ -74,8 +74,8 @@ BAD = [
     ("ray", {"ray_extra_args": ["--plasma_directory=/dev/shm"]}, "ray_extra_args", "with dashes"),
     ("ray", {"ray_extra_args": ["--resources {}"]}, "ray_extra_args", "as one item"),
     ("ray", {"ray_extra_args": ["--node-ip-address", "10.0.0.1"]}, "ray_extra_args", "sets itself"),
-    ("ray", {"ray_head_ports": {"gcs": 8265}}, "ray_head_ports", "gives port 8265 to dashboard and gcs"),
     ("ray", {"ray_worker_ports": "6380"}, "ray_worker_ports", "mapping"),
+    ("ray", {"ray_head_ports": ["gcs"]}, "ray_head_ports", "mapping"),
     ("ray", {"ray_environment": {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}}, "ray_environment.VLLM_USE_FLASHINFER_MOE_FP4",
      "rule flashinfer_moe_fp4_off"),
     ("ray", {"ray_environment": "NCCL_DEBUG=INFO"}, "ray_environment", "mapping"),
@@ -150,6 +150,7 @@ def test_a_sandbox_that_leaves_the_gpu_reachable_passes(hardening):
     ({"gcs": "6400a"}, "ray_head_ports.gcs", "integer port"),
     ({"gcs": 80}, "ray_head_ports.gcs", "integer port"),
     ({"min_worker": 30000}, "ray_head_ports.min_worker", "not below max_worker"),
+    ({"gcs": 8265}, "ray_head_ports.gcs", "also the port of dashboard"),
 ])
 def test_a_port_map_is_judged_key_by_key(ports, variable, words):
     """The map is merged over the role's default key by key: each key it names is judged, with the key meant."""
