@@ -475,8 +475,8 @@ def check_api_addresses(fleet):
             if not isinstance(nodes, list) or not nodes or nodes[0] != host:
                 continue  # only the first node serves the API
             bind = model.get("host", fleet_plan.DEFAULT_HOST).strip()
-            if bind in fleet_plan.WILDCARD_HOSTS:
-                continue
+            if not bind or bind in fleet_plan.WILDCARD_HOSTS:
+                continue  # empty: the entry check's finding
             fix = ("leave host out (%s: every address; the gates call the loopback) or write one of this host's "
                    "IPv4 addresses%s" % (fleet_plan.DEFAULT_HOST, " (%s)" % ", ".join(sorted(addresses)) if addresses
                                          else ""))

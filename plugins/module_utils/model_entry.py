@@ -75,6 +75,8 @@ MODEL_ENTRY_SPEC = {
     # sizing (gpu_memory_utilization filter)
     "weights_gib": {"type": "float", "description": "Weights size in GiB (whole model), if known."},
     "params_b": {"type": "float", "description": "Parameters in billions, to compute the weights size from the format."},
+    "active_params_b": {"type": "float", "description": "Parameters each token reads, in billions (a MoE model's "
+                        "active ones; default params_b): the decode roofline of the benchmark (rule decode_roofline)."},
     "num_layers": {"type": "int", "description": "Attention layers (KV cache sizing)."},
     "num_kv_heads": {"type": "int", "description": "KV heads (KV cache sizing)."},
     "head_dim": {"type": "int", "description": "Head dimension (KV cache sizing)."},
@@ -183,7 +185,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Ports below 1024 need CAP_NET_BIND_SERVICE, which the sandboxed, unprivileged vLLM units do not have.
 MINIMUM = {"port": 1024, "master_port": 1024, "max_model_len": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
            "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "num_layers": 1, "num_kv_heads": 1,
-           "head_dim": 1, "nnodes": 1, "node_rank": 0, "num_speculative_tokens": 1, "weights_gib": 0, "params_b": 0, "overhead_gib": 0}
+           "head_dim": 1, "nnodes": 1, "node_rank": 0, "num_speculative_tokens": 1, "weights_gib": 0, "params_b": 0,
+           "active_params_b": 0, "overhead_gib": 0}
 MAXIMUM = {"port": 65535, "master_port": 65535}
 
 

@@ -109,6 +109,45 @@ RULES = (
         "recorded what CUDA reports (torch.cuda.mem_get_info), memory is sized from that instead.",
         (S004, S001, S002),
     ),
+    Rule(
+        "decode_roofline",
+        "Decode speed is bounded by memory bandwidth: 273 GB/s over the bytes each token reads",
+        {
+            "gb10_memory_bandwidth_gb_s": 273,
+            "roofline_warn_share": 0.2,
+        },
+        "Each generated token reads every weight active for it once (for a MoE model only its active "
+        "experts), and its context's KV cache: one stream on one node cannot decode faster than the "
+        "memory bandwidth (273 GB/s on the GB10's LPDDR5X, datasheet) over those bytes. Tensor "
+        "parallelism splits the bytes over its nodes; pipeline stages run one after another, so they do "
+        "not. The published single-stream figures sit at about a third of this bound (Qwen3-235B-A22B "
+        "GPTQ-Int4 on two Sparks: 17.0 of ~47 tok/s); below a fifth, something costs more than it "
+        "should (CUDA graphs off lose ~55%, NCCL over sockets, a wrong kernel path), so the benchmark "
+        "warns.",
+        (S001, S000, S003),
+    ),
+    Rule(
+        "published_figures",
+        "Published decode figures on DGX Spark, beside which the benchmark reports",
+        {
+            "published_figures": [
+                {"model": "Qwen/Qwen3-235B-A22B-GPTQ-Int4", "checkpoint_format": "gptq", "params_b": 235,
+                 "active_params_b": 22, "tensor_parallel_size": 2, "nodes": 2,
+                 "output_tok_s": {"1": 17.0, "2": 24.1, "4": 36.4},
+                 "setup": "vLLM 0.19.0, Ray over RoCE, TRITON_ATTN, gptq_marlin, fp8 KV cache, "
+                          "gpu-memory-utilization 0.87, 256 completion tokens per request",
+                 "source": S000},
+                {"model": "openai/gpt-oss-120b", "checkpoint_format": "mxfp4", "active_params_b": 5.1,
+                 "tensor_parallel_size": 1, "nodes": 1,
+                 "output_tok_s": {"1": [32.0, 60.0]}, "setup": "one Spark, the model table's expected range",
+                 "source": S000},
+            ],
+        },
+        "What Spark owners measured, with the setup, so a fleet's own figures can be read against them: "
+        "output tokens per second summed over the concurrent requests, by concurrency (a range where the "
+        "source gives one). A figure is compared where the model and its tensor parallel size match.",
+        (S000,),
+    ),
     # ------------------------------------------------------------- kernels
     Rule(
         "attention_backend",

@@ -153,6 +153,11 @@ def check_entry(model_entry, gb10_facts, cluster):
         fail("tensor_parallel_size", tp, "tensor parallel over more than %d nodes on 200GbE is the slow path "
              "(rule parallelism_across_nodes)" % rulebook.setting("tensor_parallel_max_nodes"),
              "use pipeline_parallel_size: %d, tensor_parallel_size: 1" % gpus)
+    if entry.get("active_params_b") and entry.get("params_b") and entry["active_params_b"] > entry["params_b"] \
+            and not bad & {"active_params_b", "params_b"}:
+        fail("active_params_b", entry["active_params_b"], "more than params_b %s: a token reads at most every "
+             "parameter" % entry["params_b"], "write the parameters active per token (a MoE model's active ones), "
+             "or leave it out for a dense model")
     if entry["enable_expert_parallel"] and not entry["moe"] and "moe" not in bad:
         fail("enable_expert_parallel", True, "needs a MoE model", "set moe: true or drop enable_expert_parallel")
     if not bad & {"cluster.node_rank", "cluster.nnodes"} and not 0 <= clus["node_rank"] < nnodes:

@@ -165,6 +165,7 @@ WRONG_VALUE = {
     "allow_enforce_eager_reason": ("   ", "allow_enforce_eager_reason", {}),
     "weights_gib": (-1.0, "weights_gib", {}),
     "params_b": (-30.0, "params_b", {}),
+    "active_params_b": (-3.0, "active_params_b", {}),
     "num_layers": (0, "num_layers", {}),
     "num_kv_heads": (0, "num_kv_heads", {}),
     "head_dim": (0, "head_dim", {}),
@@ -632,6 +633,8 @@ NOT_AN_INVENTORY_MISTAKE = {
     "nccl_bandwidth_floor": "measured by fleet_verify after the fabric is up",
     "nccl_preload": "written by the nccl role into its environment file; proven inside the units' Python by the GPU gate",
     "nvidia_device_nodes": "a unit the nvidia_driver role installs; the GPU units require it",
+    "decode_roofline": "what a measured figure is read against; the entry's active_params_b is judged by its own check",
+    "published_figures": "the field's figures, beside which a measured one is reported",
 }
 
 

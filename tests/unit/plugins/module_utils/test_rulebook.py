@@ -20,6 +20,9 @@ EXPECTED = {
                       "driver_recommended_version": "580.142"},
     "driver_reboot_pending": {"driver_versions_must_match": True},
     "unified_memory": {"gpu_memory_source": "meminfo"},
+    "decode_roofline": {"gb10_memory_bandwidth_gb_s": 273, "roofline_warn_share": 0.2},
+    # 000: Qwen3-235B-A22B GPTQ-Int4 on two Sparks, output tok/s summed at concurrency 1, 2 and 4
+    "published_figures": {},
     "attention_backend": {"vllm_attention_backend": "TRITON_ATTN"},
     "moe_backend": {"vllm_moe_backend": "marlin"},
     "flashinfer_moe_fp4_off": {"vllm_use_flashinfer_moe_fp4": "0"},
@@ -186,3 +189,9 @@ def test_pins_match_the_lock():
     with open(lock) as handle:
         pinned = dict(line.split()[0].split("==") for line in handle if line.strip() and not line.startswith("#"))
     assert pinned == {"vllm": rulebook.setting("vllm_version"), "ray": rulebook.setting("ray_version")}
+
+
+def test_the_published_figures_are_the_seeds():
+    qwen = [f for f in rulebook.setting("published_figures") if f["model"] == "Qwen/Qwen3-235B-A22B-GPTQ-Int4"][0]
+    assert (qwen["output_tok_s"], qwen["tensor_parallel_size"], qwen["active_params_b"], qwen["source"]) == (
+        {"1": 17.0, "2": 24.1, "4": 36.4}, 2, 22, rulebook.S000)
