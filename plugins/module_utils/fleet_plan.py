@@ -46,6 +46,8 @@ DEFAULT_PORT = MODEL_ENTRY_SPEC["port"]["default"]
 DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
 DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
 DEFAULT_CLUSTER = "default"
+# The shape of a stored plan; raised when readers take something new from it (2: services' call_address).
+PLAN_FORMAT = 2
 RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
@@ -242,8 +244,9 @@ def stored_services(plan, host, unit_prefix=None, vllm_bin=None):
 
 
 def covers(plan, hosts):
-    """Whether a stored plan covers every one of ``hosts``."""
-    return bool(plan) and set(hosts) <= set(plan.get("hosts") or {})
+    """Whether a stored plan is of this collection's plan format and covers every one of ``hosts`` (a plan an
+    older release stored in a persistent fact cache lacks what readers now take from it, so it is planned again)."""
+    return bool(plan) and plan.get("format") == PLAN_FORMAT and set(hosts) <= set(plan.get("hosts") or {})
 
 
 # ------------------------------------------------------------------ Ray
@@ -381,7 +384,7 @@ def fleet_address_of(fleet):
 def build(fleet, roles_dir=ROLES_DIR):
     """The plan of ``{host: hostvars}``:
 
-    ``{"hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
+    ``{"format": PLAN_FORMAT, "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
        "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
        "ray": {cluster: {members, head, workers, gcs_port, dashboard_port, address}}}``.
 
@@ -390,7 +393,7 @@ def build(fleet, roles_dir=ROLES_DIR):
     without exactly one head. Preflight reports those (and more) with their fixes first.
     """
     address_of = fleet_address_of(fleet)
-    plan = {"hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir)}
+    plan = {"format": PLAN_FORMAT, "hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir)}
     for name, ray in sorted(plan["ray"].items()):
         if ray["head"] is None:
             raise PlanError("Ray cluster '%s' (%s) needs exactly one host in group ray_head"

@@ -445,18 +445,16 @@ def check_model_sources(fleet):
 
 
 def _addresses_of(host_vars):
-    """The IPv4 addresses preflight knows ``host`` holds or will hold: its fabric address (qsfp_network puts it on
-    the port), ``ansible_host`` when it is an address, and from its facts the management address and those of its
-    QSFP netdevs. ``(addresses, from_facts)``: whether the facts were read."""
+    """The IPv4 addresses preflight knows the host holds or will hold: its fabric address (qsfp_network puts it on
+    the port) and, from its facts, every address of every interface. ``(addresses, from_facts)``: whether the facts
+    were read (without them an address cannot be refused as foreign)."""
     gb10 = (host_vars.get("ansible_facts") or {}).get("gb10") or {}
     found = set()
-    for value in (host_vars.get("sparkfleet_fabric_address"), host_vars.get("ansible_host"),
-                  (gb10.get("management") or {}).get("ipv4")):
-        if isinstance(value, str):
-            found.add(value.strip())
-    for netdev in (gb10.get("netdevs") or {}).values():
-        found.update(str(a).split("/")[0] for a in (netdev or {}).get("ipv4") or [])
-    return found, bool(gb10.get("management") or gb10.get("netdevs"))
+    if isinstance(host_vars.get("sparkfleet_fabric_address"), str):
+        found.add(host_vars["sparkfleet_fabric_address"].strip())
+    every = gb10.get("ipv4_addresses")
+    found.update(str(a) for a in every or [])
+    return found, isinstance(every, list)
 
 
 def check_api_addresses(fleet):
@@ -487,7 +485,16 @@ def check_api_addresses(fleet):
                                         "is no IPv4 address: the API binds to it and the host's gates (verify, the "
                                         "health probe) call it there", fix))
                 continue
-            if not address.is_loopback and bind not in addresses and from_facts:
+            fabric = host_vars.get("sparkfleet_fabric_address")
+            if len(nodes) > 1 and bind != fabric:
+                # The followers' head watch asks the head's /health at its fabric address (the mp master_addr).
+                findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
+                                        "the model spans %d Sparks, whose followers call this API at the head's "
+                                        "fabric address %s: bound to %s it would never answer them, and they would "
+                                        "restart over and over" % (len(nodes), fabric, bind),
+                                        "leave host out (%s: every address), or write the fabric address %s"
+                                        % (fleet_plan.DEFAULT_HOST, fabric)))
+            elif not address.is_loopback and bind not in addresses and from_facts:
                 findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
                                         "is no address of this host (it has %s): vLLM could not bind the API"
                                         % (", ".join(sorted(addresses)) or "none"), fix))

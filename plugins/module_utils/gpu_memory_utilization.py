@@ -74,7 +74,8 @@ def weights_shortfall(gb10_facts, entry, utilization):
     if not total_b or weights is None:
         return None
     nodes = (entry.get("tensor_parallel_size") or 1) * (entry.get("pipeline_parallel_size") or 1)
-    overhead = float(entry.get("overhead_gib", MODEL_ENTRY_SPEC["overhead_gib"]["default"]))
+    overhead = entry.get("overhead_gib")
+    overhead = float(MODEL_ENTRY_SPEC["overhead_gib"]["default"] if overhead is None else overhead)
     need = weights / nodes + overhead
     budget = utilization * total_b / GIB
     if need <= budget:

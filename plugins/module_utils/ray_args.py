@@ -36,7 +36,8 @@ ROLES = ("head", "worker")
 
 
 # The other options ray_args sets, each with the variable (or fact) that sets it: ray_extra_args may not repeat one.
-MANAGED_FLAGS = dict([(flag, "ray_head_ports.%s / ray_worker_ports.%s" % (key, key)) for key, flag in PORT_FLAGS] + [
+MANAGED_FLAGS = dict([(flag, ("ray_head_ports.%s" % key) if key in HEAD_ONLY_PORTS else
+                       "ray_head_ports.%s / ray_worker_ports.%s" % (key, key)) for key, flag in PORT_FLAGS] + [
     ("--head", "the fleet plan (group ray_head)"), ("--block", "the unit (ray start stays in the foreground)"),
     ("--address", "ray_worker_head_host (the fleet plan's head)"), ("--node-ip-address", "ray_node_ip"),
     ("--include-dashboard", "ray_head_include_dashboard"), ("--dashboard-host", "ray_head_dashboard_host"),
@@ -56,18 +57,18 @@ def extra_args_problems(extra):
         name = item.split("=", 1)[0]
         if not name.startswith("--"):
             continue  # a value of the option before it
-        if any(c.isspace() for c in name):
-            words = item.split(None, 1)
+        words = item.split(None, 1)
+        # One finding an item: what ray start would do with it first.
+        option = words[0].split("=", 1)[0].replace("_", "-")
+        if option in MANAGED_FLAGS:
+            found.append(("has %s, which the collection sets itself" % option, "set %s instead" % MANAGED_FLAGS[option]))
+        elif len(words) > 1 and "=" not in words[0] and any(c.isspace() for c in name):
             found.append(("has %r as one item: ray start reads the whole string as one option name and refuses it"
                           % item, "write the option and its value as two items (%s), or as %s=%s"
-                          % (", ".join(repr(w) for w in words), words[0], words[1] if len(words) > 1 else "")))
-            name = words[0]
-        if "_" in name:
+                          % (", ".join(repr(w) for w in words), words[0].replace("_", "-"), words[1])))
+        elif "_" in name:
             found.append(("has %s: ray start's options are spelt with dashes (click reads no underscore as one), "
                           "so it stops with 'No such option'" % name, "write %s" % name.replace("_", "-")))
-            name = name.replace("_", "-")
-        if name in MANAGED_FLAGS:
-            found.append(("has %s, which the collection sets itself" % name, "set %s instead" % MANAGED_FLAGS[name]))
     return found
 
 

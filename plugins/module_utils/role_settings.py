@@ -27,7 +27,8 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import MAXIMUM, MINIMUM
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
+    MAXIMUM, MINIMUM, SECRET_SHOWN, SECRET_VALUE, is_secret)
 
 Problem = collections.namedtuple("Problem", "variable value problem fix")
 PORT_RANGE = (MINIMUM["port"], MAXIMUM["port"])
@@ -588,16 +589,23 @@ def _ray_worker_ports(ports):
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _shown(name, value):
+    """An environment value as a refusal may print it: hidden where the name or the value looks like a secret."""
+    if is_secret(re.sub(r"[^A-Za-z0-9_]", "_", str(name))) or SECRET_VALUE.search(str(value)):
+        return SECRET_SHOWN
+    return value
+
+
 def _environment(variable, env):
     """What the inventory adds to a service's environment: names systemd takes, and nothing that undoes the rule
     book's kernel rules (rulebook.env_violations)."""
     if not isinstance(env, dict):
         return [Problem(variable, env, "must be a mapping of variable names to values", "write NAME: value pairs")]
-    found = [Problem("%s.%s" % (variable, name), env[name], "systemd takes only names of letters, digits and _ "
+    found = [Problem("%s.%s" % (variable, name), _shown(name, env[name]), "systemd takes only names of letters, digits and _ "
                      "(not starting with a digit) and skips any other line, so it would never reach the service",
                      "write the name as the program reads it, e.g. %s" % re.sub(r"[^A-Za-z0-9_]", "_", str(name)))
              for name in sorted(env, key=str) if not ENV_NAME.match(str(name))]
-    found.extend(Problem("%s.%s" % (variable, name), value, "the rule book forbids it (rule %s)" % rule_id, fix)
+    found.extend(Problem("%s.%s" % (variable, name), _shown(name, value), "the rule book forbids it (rule %s)" % rule_id, fix)
                  for name, value, rule_id, fix in rulebook.env_violations(env))
     return found
 

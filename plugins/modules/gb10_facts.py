@@ -184,6 +184,13 @@ ansible_facts:
               is missing or fails.
           type: dict
           sample: {"devs": ["enP7s7"], "ipv4": "192.168.1.11"}
+        ipv4_addresses:
+          description:
+            - Every IPv4 address of the host, on any interface, without its prefix (C(ip -j addr show)); null when
+              C(ip) is missing or fails. Preflight checks an API's bind address against it.
+          type: list
+          elements: str
+          sample: ["127.0.0.1", "192.168.1.11", "192.168.100.10"]
         cpu_count:
           description: Processors available to this process (C(nproc)), for C(make -j).
           type: int
@@ -681,6 +688,9 @@ def gather(params, run, which):
         ipv4 = parse_ip_json(out) if rc == 0 else None
         if ipv4 is None:
             missing.append("netdevs.*.ipv4: 'ip -j addr show' failed or gave no JSON (rc=%s)" % rc)
+    # Every IPv4 address of the host, on any interface (no prefix): where a service may bind.
+    facts["ipv4_addresses"] = None if ipv4 is None else sorted(set(
+        address.split("/")[0] for addresses in ipv4.values() for address in addresses))
     facts["management"] = None
     if ip_path:
         rc, out, err = run([ip_path, "-j", "route", "show", "default"])

@@ -378,10 +378,10 @@ def test_role_settings_as_the_rule_book_wants_pass(host_vars):
 # ----------------------------------------------------------- the API's bind address
 def _api_host(bind, facts=True):
     host_vars = _host("192.168.100.10", [{"name": "m", "model": "org/m", "host": bind}])
-    host_vars["ansible_host"] = "10.1.0.11"
+    host_vars["ansible_host"] = "203.0.113.7"  # a bastion's address: not one the host holds
     if facts:
-        host_vars["ansible_facts"] = {"gb10": dict(GB10, management={"devs": ["enP7s7"], "ipv4": "192.168.1.11"},
-                                                   netdevs={"enp1s0f1np1": {"ipv4": ["192.168.100.10/24"]}})}
+        # a secondary (tailnet) address too; the fabric address is not up yet
+        host_vars["ansible_facts"] = {"gb10": dict(GB10, ipv4_addresses=["127.0.0.1", "192.168.1.11", "10.1.0.11"])}
     return {"a": host_vars}
 
 
@@ -391,6 +391,7 @@ def test_an_api_bound_to_an_address_of_the_host_passes(bind):
 
 
 @pytest.mark.parametrize("bind,words", [("192.168.100.11", "no address of this host"),
+                                        ("203.0.113.7", "no address of this host"),
                                         ("spark-1.lan", "no IPv4 address")])
 def test_an_api_bound_where_the_host_cannot_bind_is_refused(bind, words):
     found = fp.check_api_addresses(_api_host(bind))
@@ -431,3 +432,14 @@ def test_the_share_is_the_nodes_and_cuda_total_decides():
     cuda = dict(GB10, memory=dict(GB10["memory"], cuda_total_bytes=62 * 2 ** 30))
     found = _models(_weights_fleet({"checkpoint_format": "fp8", "params_b": 70}, cuda))
     assert len(found) == 1 and "CUDA total 62.0 GiB" in found[0].problem
+
+
+def test_a_model_over_several_sparks_binds_every_address_or_the_fabric_one():
+    """The followers' head watch calls the head at its fabric address."""
+    for bind, refused in (("0.0.0.0", False), ("192.168.100.10", False), ("127.0.0.1", True), ("192.168.1.11", True)):
+        fleet = _api_host(bind)
+        fleet["a"]["sparkfleet_models"][0]["nodes"] = ["a", "b"]
+        found = fp.check_api_addresses(fleet)
+        assert bool(found) == refused, (bind, found)
+        if refused:
+            assert "fabric address 192.168.100.10" in found[0].problem and "restart over and over" in found[0].problem

@@ -174,3 +174,18 @@ def test_every_option_the_collection_sets_is_refused_in_extra_args():
     assert options == set(ray_args.MANAGED_FLAGS)
     for option in sorted(options):
         assert role_settings.problems("ray", {"ray_extra_args": [option + "=1"]}), option
+
+
+@pytest.mark.parametrize("item,words", [("--num-cpus 4", "sets itself"), ("--num_cpus 4", "sets itself"),
+                                        ("--temp_dir /srv/ray", "as one item"), ("--temp_dir=/srv", "with dashes"),
+                                        ("--port=6400", "ray_head_ports.gcs instead")])
+def test_an_extra_args_item_gets_one_finding(item, words):
+    found = role_settings.problems("ray", {"ray_extra_args": [item]})
+    assert len(found) == 1 and words in found[0].problem + found[0].fix, found
+
+
+def test_an_environment_value_that_looks_secret_is_never_shown():
+    found = role_settings.problems("vllm_service", {"vllm_service_environment": {"HF-TOKEN": "hf_abcdefghijklmnop",
+                                                                                 "MY-VAR": "sk-abcdefghijklmnop"}})
+    assert [p.value for p in found] == ["(hidden)", "(hidden)"]
+    assert "hf_abcdefghijklmnop" not in repr(found) and "sk-abcdefghijklmnop" not in repr(found)

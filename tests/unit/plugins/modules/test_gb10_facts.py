@@ -176,7 +176,8 @@ def test_every_variant_gathers_without_error(variant):
     facts = facts_of(variant)
     json.dumps(facts)  # what the module returns must serialise
     assert set(facts) == {"gpu", "driver", "cuda_version", "memory", "netdevs", "roce", "nccl_conf",
-                          "nccl_libraries", "management", "cpu_count", "packages", "packages_held", "missing", "model_configs"}
+                          "nccl_libraries", "management", "ipv4_addresses", "cpu_count", "packages", "packages_held", "missing",
+                          "model_configs"}
     assert facts["memory"]["mem_total_bytes"] == 127601212 * 1024
     assert facts["memory"]["unified"] is True
     assert set(facts["netdevs"]) == {"enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"}
