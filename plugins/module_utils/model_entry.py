@@ -328,16 +328,20 @@ def loader_for(entry, what):
     return loader
 
 
+def bytes_per_param(entry):
+    """Bytes a parameter takes in the entry's checkpoint format (a BF16 checkpoint served as fp8 holds one)."""
+    fmt = entry.get("checkpoint_format") or "bf16"
+    if fmt == "bf16" and entry.get("quantization") == "fp8":
+        fmt = "fp8"
+    return BYTES_PER_PARAM[fmt]
+
+
 def weights_gib(entry):
     """Whole-model weight size in GiB from weights_gib or params_b x bytes per parameter."""
     if entry.get("weights_gib") is not None:
         return float(entry["weights_gib"])
     if entry.get("params_b") is not None:
-        fmt = entry.get("checkpoint_format") or "bf16"
-        per = BYTES_PER_PARAM[fmt]
-        if fmt == "bf16" and entry.get("quantization") == "fp8":
-            per = BYTES_PER_PARAM["fp8"]
-        return entry["params_b"] * 1e9 * per / 2 ** 30
+        return entry["params_b"] * 1e9 * bytes_per_param(entry) / 2 ** 30
     return None
 
 

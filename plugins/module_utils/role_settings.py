@@ -57,6 +57,17 @@ def check(role, *variables, **kwargs):
     return register
 
 
+def check_each(judge, *targets):
+    """Register ``judge(variable, value, *args)`` as the check of each ``(role, variable, *args)`` in ``targets``:
+    one judgement of a kind of setting, written once, for every variable of that kind (the check is named after
+    its variable)."""
+    for role, variable, args in ((t[0], t[1], tuple(t[2:])) for t in targets):
+        def function(value, _variable=variable, _args=args):
+            return judge(_variable, value, *_args)
+        function.__name__ = "_" + variable
+        check(role, variable)(function)
+
+
 def variables(role):
     """Every variable the checks of ``role`` read, sorted."""
     return sorted(set(name for names, _, _ in CHECKS.get(role, ()) for name in names))
@@ -430,15 +441,8 @@ def _sandbox(variable, hardening):
                     "/dev/infiniband/rdma_cm rw) in the map")]
 
 
-@check("vllm_service", "vllm_service_hardening")
-def _vllm_sandbox(hardening):
-    return _sandbox("vllm_service_hardening", hardening)
-
-
-@check("ray", "ray_hardening")
-def _ray_sandbox(hardening):
-    # The ray executor's GPU workers run under the Ray unit.
-    return _sandbox("ray_hardening", hardening)
+# The ray executor's GPU workers run under the Ray unit.
+check_each(_sandbox, ("vllm_service", "vllm_service_hardening"), ("ray", "ray_hardening"))
 
 
 # ------------------------------------------------------------------ ray
@@ -468,14 +472,7 @@ def _unit_name(variable, value):
     return [Problem(variable, value, "is empty", "leave it unset (the fleet default)")]
 
 
-@check("ray", "ray_head_service_name")
-def _ray_head_unit(name):
-    return _unit_name("ray_head_service_name", name)
-
-
-@check("ray", "ray_worker_service_name")
-def _ray_worker_unit(name):
-    return _unit_name("ray_worker_service_name", name)
+check_each(_unit_name, ("ray", "ray_head_service_name"), ("ray", "ray_worker_service_name"))
 
 
 def _ipv4_or_unset(variable, value, fix):
@@ -488,14 +485,8 @@ def _ipv4_or_unset(variable, value, fix):
     return []
 
 
-@check("ray", "ray_node_ip")
-def _ray_node_ip(address):
-    return _ipv4_or_unset("ray_node_ip", address, "leave it unset: the host's sparkfleet_fabric_address")
-
-
-@check("ray", "ray_worker_head_address")
-def _ray_head_address(address):
-    return _ipv4_or_unset("ray_worker_head_address", address, "leave it unset: the head's sparkfleet_fabric_address")
+check_each(_ipv4_or_unset, ("ray", "ray_node_ip", "leave it unset: the host's sparkfleet_fabric_address"),
+           ("ray", "ray_worker_head_address", "leave it unset: the head's sparkfleet_fabric_address"))
 
 
 def _click_int(variable, value, fix):
@@ -507,15 +498,9 @@ def _click_int(variable, value, fix):
     return [Problem(variable, value, "ray start reads it as a whole number (click INT)", fix)]
 
 
-@check("ray", "ray_num_cpus")
-def _ray_cpus(cpus):
-    return _click_int("ray_num_cpus", cpus, "write a whole number of CPUs, or 0 to let Ray count them (the default)")
-
-
-@check("ray", "ray_object_store_memory")
-def _ray_object_store(size):
-    return _click_int("ray_object_store_memory", size, "write the size in bytes (e.g. 10737418240 for 10 GiB), or 0 "
-                      "to let Ray choose (the default)")
+check_each(_click_int, ("ray", "ray_num_cpus", "write a whole number of CPUs, or 0 to let Ray count them (the default)"),
+           ("ray", "ray_object_store_memory", "write the size in bytes (e.g. 10737418240 for 10 GiB), or 0 to let Ray "
+            "choose (the default)"))
 
 
 @check("ray", "ray_extra_args")
@@ -528,15 +513,14 @@ def _port(value):
     return number if number is not None and PORT_RANGE[0] <= number <= PORT_RANGE[1] else None
 
 
-def _ray_port_map(role, ports):
+def _ray_port_map(variable, ports):
     """``ray_head_ports`` / ``ray_worker_ports`` as the inventory writes them: merged over the role's default key by
     key (``fleet_plan.ray_ports``), so a map may name only the ports it moves; no other key (a misspelt one would be
     ignored), each an integer port (click INT), every merged port distinct, min_worker below max_worker."""
-    variable = role + "_ports"
     if not isinstance(ports, dict):
         return [Problem(variable, ports, "must be a mapping of Ray port names to ports", "name only the ports you move, "
                         "e.g. {gcs: 6400}")]
-    defaults = fleet_plan.default_ray_ports(role)
+    defaults = fleet_plan.default_ray_ports(variable[:-len("_ports")])
     found = []
     for key in sorted(ports, key=str):
         if key not in defaults:
@@ -572,14 +556,7 @@ def _ray_port_map(role, ports):
     return found
 
 
-@check("ray", "ray_head_ports")
-def _ray_head_ports(ports):
-    return _ray_port_map("ray_head", ports)
-
-
-@check("ray", "ray_worker_ports")
-def _ray_worker_ports(ports):
-    return _ray_port_map("ray_worker", ports)
+check_each(_ray_port_map, ("ray", "ray_head_ports"), ("ray", "ray_worker_ports"))
 
 
 # ------------------------------------------------------------------ the services' environments
@@ -589,9 +566,14 @@ def _ray_worker_ports(ports):
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _env_name(name):
+    """``name`` with every character systemd refuses in an environment name made a ``_``."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", str(name))
+
+
 def _shown(name, value):
     """An environment value as a refusal may print it: hidden where the name or the value looks like a secret."""
-    if is_secret(re.sub(r"[^A-Za-z0-9_]", "_", str(name))) or SECRET_VALUE.search(str(value)):
+    if is_secret(_env_name(name)) or SECRET_VALUE.search(str(value)):
         return SECRET_SHOWN
     return value
 
@@ -603,19 +585,12 @@ def _environment(variable, env):
         return [Problem(variable, env, "must be a mapping of variable names to values", "write NAME: value pairs")]
     found = [Problem("%s.%s" % (variable, name), _shown(name, env[name]), "systemd takes only names of letters, digits and _ "
                      "(not starting with a digit) and skips any other line, so it would never reach the service",
-                     "write the name as the program reads it, e.g. %s" % re.sub(r"[^A-Za-z0-9_]", "_", str(name)))
+                     "write the name as the program reads it, e.g. %s" % _env_name(name))
              for name in sorted(env, key=str) if not ENV_NAME.match(str(name))]
     found.extend(Problem("%s.%s" % (variable, name), _shown(name, value), "the rule book forbids it (rule %s)" % rule_id, fix)
                  for name, value, rule_id, fix in rulebook.env_violations(env))
     return found
 
 
-@check("vllm_service", "vllm_service_environment")
-def _vllm_environment(env):
-    return _environment("vllm_service_environment", env)
-
-
-@check("ray", "ray_environment")
-def _ray_environment(env):
-    # The ray executor's GPU workers run vLLM under the Ray unit, with this environment.
-    return _environment("ray_environment", env)
+# The ray executor's GPU workers run vLLM under the Ray unit, with its environment.
+check_each(_environment, ("vllm_service", "vllm_service_environment"), ("ray", "ray_environment"))

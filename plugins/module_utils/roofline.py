@@ -18,17 +18,9 @@ Pure Python: the benchmark's report and its tests read it.
 from __future__ import annotations
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import BYTES_PER_PARAM, KV_BYTES
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import KV_BYTES, bytes_per_param
 
 GB = 1e9
-
-
-def bytes_per_param(entry):
-    """Bytes each parameter occupies in the entry's checkpoint format (a BF16 checkpoint served as fp8 reads one)."""
-    fmt = entry.get("checkpoint_format") or "bf16"
-    if fmt == "bf16" and entry.get("quantization") == "fp8":
-        fmt = "fp8"
-    return BYTES_PER_PARAM[fmt]
 
 
 def decode_roofline(entry, context_tokens=0, bandwidth_gb_s=None):
