@@ -56,7 +56,7 @@ lint: venv ## ansible-lint (production profile) and yamllint
 	yamllint -s .
 
 unit: venv upstream ## pytest unit tests of the modules, filters and rule book
-	pytest -q tests/unit
+	pytest -q -n auto tests/unit
 
 contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
 	@$(PYTHON) tools/contract_setup.py --check
