@@ -72,6 +72,11 @@ MODEL_ENTRY_SPEC = {
                    "flags the filter manages or the rule book forbids are refused."},
     "enforce_eager": {"type": "bool", "default": False, "description": "--enforce-eager; refused without allow_enforce_eager_reason."},
     "allow_enforce_eager_reason": {"type": "str", "description": "Written reason to accept the ~55% throughput loss."},
+    "correctness_check": {"type": "bool", "default": True, "description": "fleet_verify asks the endpoint the rule "
+                          "book's known answers (rule known_answers); false needs correctness_check_off_reason. The "
+                          "determinism ask runs either way."},
+    "correctness_check_off_reason": {"type": "str", "description": "Written reason why the model cannot answer the "
+                                     "known answers (correctness_check: false), e.g. random test weights."},
     # sizing (gpu_memory_utilization filter)
     "weights_gib": {"type": "float", "description": "Weights size in GiB (whole model), if known."},
     "params_b": {"type": "float", "description": "Parameters in billions, to compute the weights size from the format."},

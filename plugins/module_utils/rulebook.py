@@ -247,6 +247,33 @@ RULES = (
         (S003, S002, S000, S001),
     ),
     Rule(
+        "known_answers",
+        "Verify asks known answers and the same greedy prompt twice: an HTTP 200 is not a right answer",
+        {
+            # Short prompts whose greedy continuation names one word; an answer is right when it holds one of
+            # the accepted words as a whole word, in any case.
+            "known_answers": [
+                {"prompt": "The capital of France is", "expect": ["Paris"]},
+                {"prompt": "The chemical symbol for gold is", "expect": ["Au"]},
+                {"prompt": "The opposite of hot is", "expect": ["cold"]},
+            ],
+            "known_answers_min_correct": 2,
+            "known_answers_max_tokens": 16,
+            # Fewer tokens than one KV block (16 on the GPU, 128 on vLLM's CPU build): the second ask cannot be
+            # served from the prefix cache, so both asks run the same kernels on the same shapes.
+            "determinism_prompt": "One two three",
+            "determinism_max_tokens": 8,
+        },
+        "A MoE model whose experts run through the CUTLASS FP4 kernels on SM121 keeps answering: status 200, "
+        "completion tokens, readable sentences, and the wrong words. A served model that knows anything "
+        "completes each of these prompts with the accepted word; one odd phrasing is forgiven (two of three), "
+        "garbage misses them all. Greedy decoding (temperature 0) of one prompt on an idle endpoint repeats "
+        "itself token for token; a kernel with a race (Marlin without atomic adds) does not. An entry whose "
+        "model cannot know the answers (random test weights) turns the known answers off with a written "
+        "reason (correctness_check: false, correctness_check_off_reason); the determinism ask still runs.",
+        (S003, S000),
+    ),
+    Rule(
         "kv_cache_dtype",
         "KV cache in FP8; no NVFP4 KV cache",
         {

@@ -174,6 +174,17 @@ def check_entry(model_entry, gb10_facts, cluster):
         fail("enforce_eager", True, "true without 'allow_enforce_eager_reason' (rule no_enforce_eager: ~55% "
              "throughput loss on SM121)", "fix the startup problem, or write the reason in allow_enforce_eager_reason")
 
+    if not entry["correctness_check"] and not (entry["correctness_check_off_reason"] or "").strip() \
+            and "correctness_check_off_reason" not in bad:
+        fail("correctness_check", False, "false without 'correctness_check_off_reason': verify would not ask the "
+             "endpoint the known answers, and a model that answers fluent garbage with HTTP 200 (CUTLASS FP4 MoE on "
+             "SM121) would pass (rule known_answers)", "leave correctness_check out (on), or write why this model "
+             "cannot know the answers (random test weights, say) in correctness_check_off_reason")
+    if entry["correctness_check_off_reason"] and entry["correctness_check"] and "correctness_check" not in bad:
+        fail("correctness_check_off_reason", entry["correctness_check_off_reason"], "given while correctness_check "
+             "is on, so verify still asks the known answers (rule known_answers)",
+             "set correctness_check: false to turn the known answers off, or remove the reason")
+
     if entry["api_key"] == "none" and not (entry["api_key_optout_reason"] or "").strip() and "api_key_optout_reason" not in bad:
         fail("api_key", "none", "the endpoint would answer anyone who reaches its port, without "
              "'api_key_optout_reason'", "leave api_key out (a key is generated for the endpoint), or write why "

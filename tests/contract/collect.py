@@ -250,10 +250,14 @@ def generated_argvs():
     seen = _seen_values()
     variants = []
     for key, spec in sorted(MODEL_ENTRY_SPEC.items()):
-        if key in ("name", "model", "extra_args", "api_key_file", "allow_enforce_eager_reason"):
+        if key in ("name", "model", "extra_args", "api_key_file", "allow_enforce_eager_reason",
+                   "correctness_check_off_reason"):
             continue
         if key == "enforce_eager":
             variants.append({"enforce_eager": True, "allow_enforce_eager_reason": "contract test"})
+            continue
+        if key == "correctness_check":
+            variants.append({"correctness_check": False, "correctness_check_off_reason": "contract test"})
             continue
         if key == "speculative":
             values = list(seen.get("speculative", [])) + [{"num_speculative_tokens": 1}]

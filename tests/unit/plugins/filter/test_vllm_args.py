@@ -108,6 +108,9 @@ ERRORS = [
     ("unknown key", base(max_model_length=4096), {"nnodes": 1}, "max_model_length"),
     ("enforce-eager without reason", base(enforce_eager=True), {"nnodes": 1}, "enforce_eager"),
     ("enforce-eager in extra_args", base(extra_args=["--enforce-eager"]), {"nnodes": 1}, "extra_args"),
+    ("known answers off without reason", base(correctness_check=False), {"nnodes": 1}, "correctness_check_off_reason"),
+    ("reason while the check is on", base(correctness_check_off_reason="random weights"), {"nnodes": 1},
+     "correctness_check_off_reason"),
     ("fastsafetensors", base(extra_args=["--load-format", "fastsafetensors"]), {"nnodes": 1}, "extra_args"),
     ("fastsafetensors =", base(extra_args=["--load-format=fastsafetensors"]), {"nnodes": 1}, "extra_args"),
     ("managed flag", base(extra_args=["--port", "9"]), {"nnodes": 1}, "extra_args"),
@@ -143,6 +146,26 @@ def test_errors_name_host_model_key(label, entry, cluster, key):
 def test_enforce_eager_with_reason_is_allowed():
     argv = run(base(enforce_eager=True, allow_enforce_eager_reason="vendor bug 1234 until the next NGC image"))
     assert "--enforce-eager" in argv
+
+
+def test_known_answers_off_with_reason_is_allowed_and_changes_no_argument():
+    argv = run(base(correctness_check=False, correctness_check_off_reason="random weights (tools/make_tiny_model.py)"))
+    assert argv == run(base())
+
+
+@pytest.mark.parametrize("entry, key, fix", [
+    ({"correctness_check": False}, "correctness_check", "correctness_check_off_reason"),
+    ({"correctness_check": False, "correctness_check_off_reason": "  "}, "correctness_check_off_reason", "leave"),
+    ({"correctness_check_off_reason": "random weights"}, "correctness_check_off_reason", "correctness_check: false"),
+    ({"correctness_check": True, "correctness_check_off_reason": "random weights"}, "correctness_check_off_reason",
+     "correctness_check: false"),
+])
+def test_known_answers_off_needs_a_reason_and_a_reason_needs_them_off(entry, key, fix):
+    with pytest.raises(AnsibleFilterError) as err:
+        run(base(**entry))
+    lines = str(err.value).splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("host spark-1, model m: key '%s' is " % key) and fix in lines[0].split(". Fix: ")[1]
 
 
 def test_mamba_prefix_caching_defaults_to_8192():

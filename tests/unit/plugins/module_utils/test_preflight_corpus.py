@@ -163,6 +163,9 @@ WRONG_VALUE = {
     "extra_args": (["--load-format", "fastsafetensors"], "extra_args", {}),
     "enforce_eager": (True, "enforce_eager", {}),
     "allow_enforce_eager_reason": ("   ", "allow_enforce_eager_reason", {}),
+    "correctness_check": (False, "correctness_check", {}),
+    # A reason while the check is on: the known answers would still be asked.
+    "correctness_check_off_reason": ("random test weights", "correctness_check_off_reason", {}),
     "weights_gib": (-1.0, "weights_gib", {}),
     "params_b": (-30.0, "params_b", {}),
     "active_params_b": (-3.0, "active_params_b", {}),
@@ -585,6 +588,7 @@ RULE_BROKEN = {
     "marlin_atomic_add": (_env("VLLM_MARLIN_USE_ATOMIC_ADD", "0"), "spark-7", "VLLM_MARLIN_USE_ATOMIC_ADD",
                           "rule marlin_atomic_add"),
     "no_enforce_eager": (_on_solo(extra_args=["--enforce-eager"]), "spark-7", ".extra_args", "rule no_enforce_eager"),
+    "known_answers": (_on_solo(correctness_check=False), "spark-7", ".correctness_check", "rule known_answers"),
     "no_fastsafetensors": (_on_solo(extra_args=["--load-format=fastsafetensors"]), "spark-7", ".extra_args",
                            "rule no_fastsafetensors"),
     "quantization_loader": (_on_solo(checkpoint_format="mxfp4"), "spark-7", ".checkpoint_format",
