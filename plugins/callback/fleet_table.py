@@ -12,7 +12,10 @@ description:
   - Collects the C(sparkfleet_fleet_row) fact that the summary play of C(playbooks/verify.yml) sets on each host
     (driver, fabric address and MTU, NCCL, what the GPU gate read (C(sm12.1/cuda12.9) on a Spark, C(cpu-form) where
     the simulated fleet's CPU build was checked without CUDA), Ray role and members, each model with its endpoint, state and
-    gpu-memory-utilization, and the tokens/s of the verify completion) and prints one table after the play recap,
+    gpu-memory-utilization, the tokens/s of the verify completion, which correctness check its answers passed
+    (C(answers 3/3) for the rule book's known answers, C(same twice) for the determinism check alone) and the
+    headline of the last benchmark sweep (output tok/s at the lowest concurrency and at the best, e.g.
+    C(17.0@c1 36.4@c4))) and prints one table after the play recap,
     instead of a debug list per host.
   - Hosts that failed a task are listed under the table, in red, with the first line of what failed.
   - Enabled in the collection's C(ansible.cfg) (C(callbacks_enabled = sparkfleet.gb10.fleet_table)); prints nothing
@@ -25,7 +28,8 @@ from ansible.plugins.callback import CallbackBase
 from ansible.utils.color import stringc
 
 ROW_FACT = "sparkfleet_fleet_row"
-COLUMNS = ("host", "driver", "fabric", "nccl", "gpu", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s")
+COLUMNS = ("host", "driver", "fabric", "nccl", "gpu", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s", "answers",
+           "bench tok/s")
 
 
 def _text(value, default="-"):
@@ -56,7 +60,8 @@ def table_lines(rows):
         for index, model in enumerate(models):
             cells = head if index == 0 else [""] * len(head)
             lines.append(cells + [_text(model.get(key)) for key in ("name", "endpoint", "state", "gpu_memory_utilization")]
-                         + [_rate(model.get("tokens_per_second"))])
+                         + [_rate(model.get("tokens_per_second")), _text(model.get("correctness")),
+                            _text(model.get("benchmark"))])
     widths = [max(len(c) for c in column) for column in zip(COLUMNS, *lines)] if lines else []
     out = []
     for cells in [list(COLUMNS)] + lines:

@@ -20,11 +20,12 @@ from __future__ import annotations
 # name: (default, the inventory variable that sets it for every role or None, who writes it, who reads it)
 FLEET_DEFAULTS = {
     "venv_path": ("/opt/sparkfleet/venv", "sparkfleet_venv_path",
-                  "vllm_venv builds it", "ray, vllm_service, fleet_verify, fleet_health"),
+                  "vllm_venv builds it", "ray, vllm_service, fleet_verify, fleet_health, fleet_benchmark"),
     "service_user": ("sparkfleet", "sparkfleet_service_user",
                      "ray and vllm_service run as it", "the same roles"),
     "model_store_dir": ("/var/lib/sparkfleet/models", "sparkfleet_model_store_dir",
-                        "model_store places each model with a source in <dir>/<name>", "vllm_service serves it from there"),
+                        "model_store places each model with a source in <dir>/<name>",
+                        "vllm_service serves it from there, fleet_benchmark reads its tokenizer there"),
     "fabric_ifname": ("enp1s0f1np1", "sparkfleet_fabric_ifname",
                       "qsfp_network configures it (the cabled half of QSFP port 1)",
                       "ray, vllm_service (NCCL/Gloo/UCX interface), fleet_verify, fleet_health, "
@@ -48,6 +49,9 @@ FLEET_DEFAULTS = {
     "vllm_secrets_dir": ("/etc/sparkfleet/vllm", None,
                          "vllm_service writes <name>.env (VLLM_API_KEY, HF_TOKEN)",
                          "fleet_health reads each endpoint's key there"),
+    "benchmark_file": ("/var/lib/sparkfleet/benchmark.json", "sparkfleet_benchmark_file",
+                       "fleet_benchmark writes the last sweep of each model whose API the host serves",
+                       "fleet_health's probe (the sparkfleet_benchmark_* metrics), the summary (the fleet table)"),
 }
 
 

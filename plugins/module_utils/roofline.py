@@ -28,8 +28,9 @@ def decode_roofline(entry, context_tokens=0, bandwidth_gb_s=None):
     ``{tok_s, bytes_per_token, weight_bytes, kv_bytes, tensor_parallel_size, active_params_b, bandwidth_gb_s}``
     (bytes per token on one node). ``context_tokens``: the tokens whose KV cache each step reads (prompt and
     output so far; 0 leaves the KV reads out, an upper bound). None where the entry gives neither
-    ``active_params_b`` nor ``params_b``."""
-    active = entry.get("active_params_b") or entry.get("params_b")
+    ``active_params_b`` nor ``params_b``, or is a MoE model (``moe``) without ``active_params_b``."""
+    # A MoE model reads its active experts only: its total parameters would put the bound several times too low.
+    active = entry.get("active_params_b") or (None if entry.get("moe") else entry.get("params_b"))
     if not active:
         return None
     bandwidth = bandwidth_gb_s or rulebook.setting("gb10_memory_bandwidth_gb_s")
@@ -85,7 +86,11 @@ def compare(entry, measured, context_tokens=0, warn_share=None, figures=None):
         share = round(per_stream / bound["tok_s"], 3) if bound else None
         field = _published_at(figure, concurrency)
         warning = None
-        if share is not None and concurrency == 1 and share < warn_share:
+        if share is not None and concurrency == 1 and share > 1:
+            warning = ("%.1f tok/s is above the decode roofline %.1f tok/s (%.2f GB a token on each node): the entry's "
+                       "sizes are wrong (active_params_b, checkpoint_format, tensor_parallel_size)" % (
+                           per_stream, bound["tok_s"], bound["bytes_per_token"] / GB))
+        elif share is not None and concurrency == 1 and share < warn_share:
             warning = ("%.1f tok/s is %.0f%% of the decode roofline %.1f tok/s (%s GB/s over %.2f GB a token on each "
                        "node), below the rule book's %.0f%% (rule decode_roofline): look for CUDA graphs off, NCCL "
                        "on sockets or a slow kernel path" % (

@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
@@ -31,6 +32,7 @@ sys.path.insert(0, HERE)
 
 import checker  # noqa: E402
 import collect  # noqa: E402
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import benchmark  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release  # noqa: E402
 
@@ -71,6 +73,30 @@ KNOWN_BAD_RAY = [["ray", "start", "--head", "--no-such-flag-in-any-release=1"],
                  ["ray", "start", "--head", "--plasma_directory=/dev/shm"],
                  ["ray", "start", "--head", "--object-store-memory=10GB"],
                  ["ray", "start", "--head", "--num-cpus=4.5"]]
+# What `vllm bench serve` must refuse: proof that a wrong benchmark flag fails here.
+KNOWN_BAD_BENCH = [["vllm", "bench", "serve", "--no-such-flag-in-any-release"],
+                   ["vllm", "bench", "serve", "--backend", "no-such-backend"],
+                   ["vllm", "bench", "serve", "--max-concurrency", "four"]]
+
+
+def bench_argvs():
+    """The benchmark's argvs (role fleet_benchmark's defaults, every concurrency of its sweep) for an entry served
+    from the model store, and one with trust_remote_code."""
+    with open(os.path.join(TOP, "roles", "fleet_benchmark", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    settings = {key: defaults["fleet_benchmark_" + key] for key in ("input_len", "output_len", "rounds", "min_prompts",
+                                                                     "seed")}
+    out = []
+    for trust in (False, True):
+        endpoint = {"name": "qwen3", "call_address": "127.0.0.1", "port": 8000, "served_name": "qwen3-235b",
+                    "tokenizer": "/var/lib/sparkfleet/models/qwen3", "trust_remote_code": trust}
+        for concurrency in defaults["fleet_benchmark_concurrency"]:
+            out.append({"argv": benchmark.bench_argv("/opt/sparkfleet/venv/bin/vllm", endpoint, concurrency, settings,
+                                                     "/var/lib/sparkfleet/benchmark"),
+                        "concurrency": concurrency, "settings": settings})
+    return out
+
+
 # Variables of a checked family that the collection sets for someone other than the
 # release, each with the reason; the test prints them. Keep this short.
 NOT_FOR_THE_RELEASE = {
@@ -132,7 +158,9 @@ def contract():
         {"argv": a, "origin": "known-bad"} for a in KNOWN_BAD_VLLM], "spellings": [
         {"argv": a, "origin": "spellings"} for a in KNOWN_SPELLINGS_VLLM]}
     vllm_argvs = [i["argv"] for g in groups.values() for i in g]
+    bench = bench_argvs()
     request = {"vllm_argvs": vllm_argvs, "ray_argvs": [i["argv"] for i in items["ray"]] + KNOWN_BAD_RAY,
+               "bench_argvs": [b["argv"] for b in bench] + KNOWN_BAD_BENCH,
                "moe_checks": sorted(set(moe_checks([groups[n] for n in ("inventories", "seeds", "generated")]))),
                "mtp_targets": list(vllm_release.MTP_TARGET_MODEL_TYPES)}
     out, err = probe.communicate(json.dumps(request))
@@ -146,7 +174,9 @@ def contract():
     n_ray = len(items["ray"])
     return {"rendered": rendered, "items": items, "groups": groups, "verdicts": verdicts, "answer": answer,
             "ray_verdicts": answer["ray"][:n_ray], "ray_bad_verdicts": answer["ray"][n_ray:],
-            "refused": refused, "env": items["env"] + collect.rulebook_env()}
+            "refused": refused, "env": items["env"] + collect.rulebook_env(),
+            "bench": bench, "bench_verdicts": answer["bench"][:len(bench)],
+            "bench_bad_verdicts": answer["bench"][len(bench):]}
 
 
 def _report(messages, what):
@@ -319,3 +349,34 @@ def test_release_facts_agree_with_the_release_at_run_time(contract):
     wrong = dict((t, c) for t, c in real["mtp_converted"].items()
                  if c not in vllm_release.MTP_MODEL_TYPES and not str(c).endswith("_mtp"))
     assert not wrong, "MTP targets hf_config_override does not turn into an MTP drafter: %s" % wrong
+
+
+def test_vllm_bench_serve_accepts_the_benchmarks_argv(contract):
+    """Every run of the benchmark's sweep parses with the pinned release's `vllm bench serve`, and reads as meant."""
+    for item, verdict in zip(contract["bench"], contract["bench_verdicts"]):
+        assert verdict["ok"], "%s refuses %s: %s" % (VLLM, " ".join(item["argv"]), verdict["error"])
+        values, settings = verdict["values"], item["settings"]
+        assert values["max_concurrency"] == item["concurrency"]
+        assert values["num_prompts"] == benchmark.num_prompts(item["concurrency"], settings["rounds"],
+                                                               settings["min_prompts"])
+        assert (values["dataset_name"], values["random_input_len"], values["random_output_len"]) == (
+            "random", settings["input_len"], settings["output_len"])
+        assert values["ignore_eos"] is True and values["save_result"] is True and values["temperature"] == 0
+        assert values["result_filename"] == benchmark.result_filename("qwen3", item["concurrency"])
+        assert values["endpoint"] == "/v1/completions" and values["base_url"] == "http://127.0.0.1:8000"
+        assert set(values["percentile_metrics"].split(",")) == set(benchmark.LATENCIES)
+
+
+def test_the_real_bench_parser_refuses_known_bad_argvs(contract):
+    assert [v["ok"] for v in contract["bench_bad_verdicts"]] == [False] * len(KNOWN_BAD_BENCH)
+
+
+def test_the_benchmark_hands_the_key_where_the_release_reads_it(contract):
+    """The role passes the endpoint's key in the one variable the release's request functions read."""
+    assert contract["answer"]["bench_key_variables"] == [benchmark.KEY_VARIABLE]
+    with open(os.path.join(TOP, "roles", "fleet_benchmark", "tasks", "main.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    run = [t for t in tasks if "sparkfleet.gb10.vllm_bench" in t]
+    # The key goes through the module's no_log option into the run's environment (vllm_bench sets KEY_VARIABLE),
+    # never through the task keyword `environment`, which puts it on the command line Ansible runs.
+    assert len(run) == 1 and "api_key" in run[0]["sparkfleet.gb10.vllm_bench"] and "environment" not in run[0]

@@ -204,6 +204,47 @@ def vllm_verdict(parser, argv, fields=None):
     return {"ok": not bad, "error": "; ".join(bad) if bad else None, "json": checked}
 
 
+def bench_parser():
+    """The parser of `vllm bench serve`, built as vllm/entrypoints/cli/benchmark/serve.py builds it."""
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    class Strict(FlexibleArgumentParser):
+        def error(self, message):
+            raise ParseError(message)
+
+    parser = Strict(prog="vllm bench serve")
+    add_cli_args(parser)
+    return parser
+
+
+def bench_verdict(parser, argv):
+    """Whether `vllm bench serve` parses ``argv`` (the program and the subcommands first), with the values the
+    benchmark reads back."""
+    args = list(argv)
+    if args[1:3] == ["bench", "serve"]:
+        args = args[3:]
+    try:
+        ns = parser.parse_args(args)
+    except ParseError as exc:
+        return {"ok": False, "error": str(exc)}
+    except SystemExit as exc:
+        return {"ok": False, "error": "exit %s" % exc.code}
+    return {"ok": True, "error": None, "values": {k: getattr(ns, k, None) for k in (
+        "backend", "dataset_name", "max_concurrency", "num_prompts", "random_input_len", "random_output_len",
+        "ignore_eos", "temperature", "save_result", "result_dir", "result_filename", "percentile_metrics",
+        "metric_percentiles", "endpoint", "base_url", "tokenizer", "model")}}
+
+
+def bench_key_variables():
+    """The environment variables the benchmark's OpenAI request functions read (the API key's)."""
+    import inspect
+    import re
+
+    from vllm.benchmarks.lib import endpoint_request_func
+    return sorted(set(re.findall(r"os\.environ\.get\(\s*[\"']([A-Z_]+)[\"']", inspect.getsource(endpoint_request_func))))
+
+
 def vllm_options(parser):
     return sorted({o for a in parser._actions for o in a.option_strings})
 
@@ -309,7 +350,8 @@ def vllm_env_names():
 
 
 def release_answer(request):
-    """The MoE verdicts and the release facts, from a fresh interpreter of this venv: the parser's CUDA
+    """The MoE verdicts, the release facts and the benchmark's parser verdicts, from a fresh interpreter of this
+    venv (vllm.benchmarks imports the quantization modules too): the parser's CUDA
     stand-in must not be the platform there (vLLM's quantization modules ask the platform for CUTLASS
     kernels at import), so vLLM resolves its own platform, as on any machine without a GPU."""
     import subprocess
@@ -325,8 +367,11 @@ def main():
         request = json.load(sys.stdin)
         answer_fd = os.dup(1)
         os.dup2(2, 1)  # vLLM logs to stdout: only the answer goes there
+        bench = bench_parser()
         answer = {"moe": moe_verdicts(request.get("moe_checks", [])),
-                  "release_facts": release_facts(request.get("mtp_targets", []))}
+                  "release_facts": release_facts(request.get("mtp_targets", [])),
+                  "bench": [bench_verdict(bench, argv) for argv in request.get("bench_argvs", [])],
+                  "bench_key_variables": bench_key_variables()}
         with os.fdopen(answer_fd, "w") as out:
             json.dump(answer, out)
         return 0
@@ -359,7 +404,8 @@ def main():
         "ray": [ray_verdict(start, argv) for argv in request.get("ray_argvs", [])],
     }
     answer.update(release_answer({"moe_checks": request.get("moe_checks", []),
-                                  "mtp_targets": request.get("mtp_targets", [])}))
+                                  "mtp_targets": request.get("mtp_targets", []),
+                                  "bench_argvs": request.get("bench_argvs", [])}))
     json.dump(answer, sys.stdout)
     return 0
 

@@ -9,7 +9,8 @@ one-token completion with the endpoint's API key), each vLLM and Ray unit
 (active, restarts, failed, the NCCL its process loaded), on a Ray head the
 member count, the loaded kernel
 module against the user-space driver, the fabric MTU and a don't-fragment ping
-to every peer. It writes the results as Prometheus text-format metrics into
+to every peer; and exports the last benchmark sweep (playbooks/benchmark.yml)
+where the host keeps one. It writes the results as Prometheus text-format metrics into
 node_exporter's textfile directory, atomically (temporary file + rename), and
 prints one line per failed check. Standard library only; runs as root (the
 API key files are root-only).
@@ -24,6 +25,7 @@ rules and the dashboard of the collection are checked against it.
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import re
@@ -55,6 +57,14 @@ METRICS = {
     "sparkfleet_fabric_mtu": ("gauge", "MTU of the fabric interface (0 when the interface is missing)."),
     "sparkfleet_fabric_mtu_expected": ("gauge", "MTU the fabric must have."),
     "sparkfleet_fabric_peer_reachable": ("gauge", "1 when a don't-fragment jumbo ping reached the peer."),
+    "sparkfleet_benchmark_output_tokens_per_second": ("gauge", "Output tokens per second of the last benchmark sweep, "
+                                                               "summed over the concurrent requests, by concurrency."),
+    "sparkfleet_benchmark_ttft_p99_seconds": ("gauge", "p99 time to first token of the last benchmark sweep."),
+    "sparkfleet_benchmark_itl_p99_seconds": ("gauge", "p99 inter-token latency of the last benchmark sweep."),
+    "sparkfleet_benchmark_roofline_share": ("gauge", "Output tokens per second of one stream over the model's decode "
+                                                     "roofline (absent for simulated figures)."),
+    "sparkfleet_benchmark_timestamp_seconds": ("gauge", "Unix time of the last benchmark sweep of the model; label "
+                                                        "form: spark or simulated."),
 }
 
 PROC_VERSION_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
@@ -315,6 +325,34 @@ def driver_samples(module_version, userspace_version):
     return samples
 
 
+def benchmark_samples(sweep):
+    """Samples of the last benchmark sweep (the JSON sparkfleet.gb10.fleet_benchmark keeps on the host)."""
+    samples = []
+    try:
+        stamp = calendar.timegm(time.strptime(sweep.get("generated", ""), "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        stamp = None
+    for model in sweep.get("models") or []:
+        name = model.get("name")
+        if not name:
+            continue
+        if stamp is not None:
+            samples.append(("sparkfleet_benchmark_timestamp_seconds",
+                            {"model": name, "form": "simulated" if model.get("simulated") else "spark"}, stamp))
+        shares = {row.get("concurrency"): row.get("roofline_share") for row in model.get("rows") or []}
+        for point in model.get("points") or []:
+            labels = {"model": name, "concurrency": str(point.get("concurrency"))}
+            for metric, key, scale in (("sparkfleet_benchmark_output_tokens_per_second", "output_tok_s", 1.0),
+                                       ("sparkfleet_benchmark_ttft_p99_seconds", "ttft_p99_ms", 0.001),
+                                       ("sparkfleet_benchmark_itl_p99_seconds", "itl_p99_ms", 0.001)):
+                if isinstance(point.get(key), (int, float)):
+                    samples.append((metric, labels, round(float(point[key]) * scale, 6)))
+            if isinstance(shares.get(point.get("concurrency")), (int, float)):
+                samples.append(("sparkfleet_benchmark_roofline_share", labels,
+                                float(shares[point.get("concurrency")])))
+    return samples
+
+
 def read_mtu(sysfs_net, ifname):
     try:
         with open(os.path.join(sysfs_net, ifname, "mtu")) as handle:
@@ -399,6 +437,13 @@ def collect(config, runner=run, http_get=http):
             if rc != 0:
                 failures.append("fabric: no jumbo don't-fragment ping reply from %s (%s)" % (peer["name"],
                                                                                            peer["address"]))
+
+    if config.get("benchmark_file") and os.path.isfile(config["benchmark_file"]):
+        try:
+            with open(config["benchmark_file"]) as handle:
+                samples += benchmark_samples(json.load(handle))
+        except (OSError, ValueError) as exc:
+            failures.append("benchmark: cannot read %s: %s" % (config["benchmark_file"], exc))
     return samples, failures
 
 

@@ -357,3 +357,44 @@ def test_nccl_check_reads_the_main_pid_environ(tmp_path):
     assert nccl == [("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-head", "kind": "ray"}, True),
                     ("sparkfleet_unit_nccl_ours", {"unit": "sparkfleet-ray-old", "kind": "ray"}, False)]
     assert failures == ["unit sparkfleet-ray-old did not start with the NCCL of %s first" % (tmp_path / "nccl.env")]
+
+
+def _sweep():
+    """The file sparkfleet.gb10.fleet_benchmark keeps, as its summary filter writes it."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import benchmark
+    qwen = {"name": "qwen3", "model": "Qwen/Qwen3-235B-A22B-GPTQ-Int4", "checkpoint_format": "gptq",
+            "active_params_b": 22, "tensor_parallel_size": 2}
+    points = [{"concurrency": c, "num_prompts": 8, "completed": 8, "failed": 0, "output_tok_s": v, "request_s": 0.1,
+               "error": None, "ttft_p99_ms": 250.0, "itl_p99_ms": 60.0} for c, v in ((1, 17.0), (4, 36.4))]
+    return {"generated": "2026-11-27T08:30:00Z",
+            "models": [benchmark.summary("qwen3", qwen, points, compare=True),
+                       benchmark.summary("tiny", {"name": "tiny", "model": "/m"}, points[:1], compare=False)]}
+
+
+def test_the_last_benchmark_sweep_becomes_metrics(tmp_path):
+    bench = tmp_path / "benchmark.json"
+    bench.write_text(json.dumps(_sweep()))
+    out = tmp_path / "textfile"
+    out.mkdir()
+    (tmp_path / "probe.json").write_text(json.dumps({"textfile_dir": str(out), "benchmark_file": str(bench)}))
+    assert probe.main(["--config", str(tmp_path / "probe.json")]) == 0
+    samples = parse_exposition((out / "sparkfleet_health.prom").read_text())
+    assert _value(samples, "sparkfleet_benchmark_output_tokens_per_second", model="qwen3", concurrency="4") == 36.4
+    assert _value(samples, "sparkfleet_benchmark_ttft_p99_seconds", model="qwen3", concurrency="1") == 0.25
+    assert _value(samples, "sparkfleet_benchmark_itl_p99_seconds", model="qwen3", concurrency="1") == 0.06
+    assert 0.3 < _value(samples, "sparkfleet_benchmark_roofline_share", model="qwen3", concurrency="1") < 0.45
+    assert _value(samples, "sparkfleet_benchmark_timestamp_seconds", model="qwen3", form="spark") == 1795768200
+    assert _value(samples, "sparkfleet_benchmark_timestamp_seconds", model="tiny", form="simulated") == 1795768200
+    # Simulated figures are exported, never read against the roofline.
+    assert ("sparkfleet_benchmark_roofline_share", frozenset({"model": "tiny", "concurrency": "1"}.items())) \
+        not in samples
+
+
+def test_an_unreadable_sweep_is_a_failed_check_not_a_crash(tmp_path, capsys):
+    bench = tmp_path / "benchmark.json"
+    bench.write_text("{not json")
+    out = tmp_path / "textfile"
+    out.mkdir()
+    (tmp_path / "probe.json").write_text(json.dumps({"textfile_dir": str(out), "benchmark_file": str(bench)}))
+    assert probe.main(["--config", str(tmp_path / "probe.json")]) == 0
+    assert "FAILED benchmark: cannot read" in capsys.readouterr().out
