@@ -9,7 +9,9 @@ one-token completion with the endpoint's API key), each vLLM and Ray unit
 (active, restarts, failed, the NCCL its process loaded), on a Ray head the
 member count, the loaded kernel
 module against the user-space driver, the fabric MTU and a don't-fragment ping
-to every peer; and exports the last benchmark sweep (playbooks/benchmark.yml)
+to every peer, that the kernel the next boot starts has the NVIDIA module of
+the pinned branch (an update made by hand is caught before the reboot); and
+exports the last benchmark sweep (playbooks/benchmark.yml)
 where the host keeps one. It writes the results as Prometheus text-format metrics into
 node_exporter's textfile directory, atomically (temporary file + rename), and
 prints one line per failed check. Standard library only; runs as root (the
@@ -57,6 +59,9 @@ METRICS = {
     "sparkfleet_fabric_mtu": ("gauge", "MTU of the fabric interface (0 when the interface is missing)."),
     "sparkfleet_fabric_mtu_expected": ("gauge", "MTU the fabric must have."),
     "sparkfleet_fabric_peer_reachable": ("gauge", "1 when a don't-fragment jumbo ping reached the peer."),
+    "sparkfleet_kernel_info": ("gauge", "The running kernel and the one the next boot starts (/boot/vmlinuz)."),
+    "sparkfleet_next_boot_nvidia_module": ("gauge", "1 when the kernel the next boot starts has the NVIDIA kernel module "
+                                                    "of the pinned driver branch; 0 means no GPU after the next reboot."),
     "sparkfleet_benchmark_output_tokens_per_second": ("gauge", "Output tokens per second of the last benchmark sweep, "
                                                                "summed over the concurrent requests, by concurrency."),
     "sparkfleet_benchmark_ttft_p99_seconds": ("gauge", "p99 time to first token of the last benchmark sweep."),
@@ -325,6 +330,31 @@ def driver_samples(module_version, userspace_version):
     return samples
 
 
+def next_boot_kernel(boot_dir, running):
+    """The kernel release the next boot starts: the target of <boot_dir>/vmlinuz (Ubuntu keeps it on the newest
+    installed kernel, which GRUB boots by default), else the running one."""
+    try:
+        target = os.path.basename(os.readlink(os.path.join(boot_dir, "vmlinuz")))
+    except OSError:
+        return running
+    return target[len("vmlinuz-"):] if target.startswith("vmlinuz-") else running
+
+
+def kernel_samples(running, next_boot, module_version, branch):
+    """Samples of the kernel check, and the failure line (None when the next boot keeps the GPU)."""
+    ok = bool(module_version) and (not branch or module_version.split(".")[0] == str(branch))
+    samples = [("sparkfleet_kernel_info", {"running": running or UNKNOWN, "next_boot": next_boot or UNKNOWN}, 1),
+               ("sparkfleet_next_boot_nvidia_module", {"kernel": next_boot or UNKNOWN, "branch": str(branch or ""),
+                                                       "version": module_version or "none"}, ok)]
+    if ok:
+        return samples, None
+    found = ("has NVIDIA module %s, not of the %s branch" % (module_version, branch) if module_version
+             else "has no NVIDIA kernel module")
+    return samples, ("kernel: the next boot's kernel %s %s: after a reboot this host has no GPU. Install "
+                     "linux-modules-nvidia-%s-open-%s (or boot the running kernel %s) before rebooting"
+                     % (next_boot, found, branch, next_boot, running))
+
+
 def benchmark_samples(sweep):
     """Samples of the last benchmark sweep (the JSON sparkfleet.gb10.fleet_benchmark keeps on the host)."""
     samples = []
@@ -437,6 +467,22 @@ def collect(config, runner=run, http_get=http):
             if rc != 0:
                 failures.append("fabric: no jumbo don't-fragment ping reply from %s (%s)" % (peer["name"],
                                                                                            peer["address"]))
+
+    kernel = config.get("kernel") or {}
+    if kernel:
+        try:
+            with open(kernel.get("proc_osrelease", "/proc/sys/kernel/osrelease")) as handle:
+                running = handle.read().strip()
+        except OSError:
+            running = os.uname().release
+        upcoming = next_boot_kernel(kernel.get("boot_dir", "/boot"), running)
+        rc, out = runner([kernel.get("modinfo", "modinfo"), "-k", upcoming, "-F", "version",
+                          kernel.get("module", "nvidia")], timeout)
+        version = out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None
+        kernel_s, failure = kernel_samples(running, upcoming, version, kernel.get("branch"))
+        samples += kernel_s
+        if failure:
+            failures.append(failure)
 
     if config.get("benchmark_file") and os.path.isfile(config["benchmark_file"]):
         try:

@@ -398,3 +398,66 @@ def test_an_unreadable_sweep_is_a_failed_check_not_a_crash(tmp_path, capsys):
     (tmp_path / "probe.json").write_text(json.dumps({"textfile_dir": str(out), "benchmark_file": str(bench)}))
     assert probe.main(["--config", str(tmp_path / "probe.json")]) == 0
     assert "FAILED benchmark: cannot read" in capsys.readouterr().out
+
+
+def _kernel_tree(tmp_path, running, next_boot):
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    for release in {running, next_boot} - {None}:
+        (boot / ("vmlinuz-" + release)).write_text("")
+    if next_boot:
+        os.symlink("vmlinuz-" + next_boot, str(boot / "vmlinuz"))
+    (tmp_path / "osrelease").write_text(running + "\n")
+    return {"boot_dir": str(boot), "modinfo": "/usr/sbin/modinfo", "proc_osrelease": str(tmp_path / "osrelease"),
+            "module": "nvidia", "branch": "580"}
+
+
+def _modinfo(modules):
+    """A runner answering `modinfo -k <kernel> -F version nvidia` from {kernel: version} as kmod does (rc 1 and
+    an error on stderr for a kernel without the module)."""
+    calls = []
+
+    def runner(argv, timeout, env=None):
+        calls.append(argv)
+        assert argv[0] == "/usr/sbin/modinfo" and argv[1] == "-k" and argv[3:] == ["-F", "version", "nvidia"]
+        if argv[2] in modules:
+            return 0, modules[argv[2]] + "\n"
+        return 1, "modinfo: ERROR: Module nvidia not found.\n"
+    return runner, calls
+
+
+def test_the_next_boots_kernel_with_its_module_keeps_the_gpu(tmp_path):
+    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
+    runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05", "6.17.0-1016-nvidia": "580.95.05"})
+    samples, failures = probe.collect(config, runner=runner)
+    assert calls[0][2] == "6.17.0-1016-nvidia"  # the next boot's kernel, not the running one
+    assert ("sparkfleet_next_boot_nvidia_module",
+            {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "580.95.05"}, True) in samples
+    assert ("sparkfleet_kernel_info", {"running": "6.17.0-1014-nvidia", "next_boot": "6.17.0-1016-nvidia"}, 1) in samples
+    assert failures == []
+
+
+def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the_reboot(tmp_path):
+    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
+    runner, _ = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
+    samples, failures = probe.collect(config, runner=runner)
+    assert ("sparkfleet_next_boot_nvidia_module",
+            {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "none"}, False) in samples
+    assert len(failures) == 1 and "6.17.0-1016-nvidia has no NVIDIA kernel module" in failures[0]
+    assert "linux-modules-nvidia-580-open-6.17.0-1016-nvidia" in failures[0]
+
+
+def test_a_module_of_another_branch_is_no_gpu_either(tmp_path):
+    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
+    runner, _ = _modinfo({"6.17.0-1016-nvidia": "590.44.01"})
+    samples, failures = probe.collect(config, runner=runner)
+    assert ("sparkfleet_next_boot_nvidia_module",
+            {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "590.44.01"}, False) in samples
+    assert "not of the 580 branch" in failures[0]
+
+
+def test_without_the_vmlinuz_link_the_next_boot_is_the_running_kernel(tmp_path):
+    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", None)}
+    runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
+    samples, failures = probe.collect(config, runner=runner)
+    assert calls[0][2] == "6.17.0-1014-nvidia" and failures == []
