@@ -16,7 +16,7 @@ SIM_INVENTORY   := inventories/sim
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check
+.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -58,6 +58,12 @@ lint: venv ## ansible-lint (production profile) and yamllint
 unit: venv upstream ## pytest unit tests of the modules, filters and rule book
 	pytest -q -n auto tests/unit
 
+sanity: venv ## ansible-test sanity (docker-free, in a copy under .cache/sanity; see tools/ansible_test.sh)
+	tools/ansible_test.sh sanity
+
+units-ansible-test: venv upstream ## tests/unit through ansible-test units instead of pytest (same copy as sanity)
+	tools/ansible_test.sh units
+
 contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
 	@$(PYTHON) tools/contract_setup.py --check
 	@$(PYTHON) tools/platform_resolve.py --check
@@ -82,7 +88,7 @@ molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 	  molecule test -s $$s; \
 	done
 
-test: setup lint unit contract monitoring preflight build molecule ## Everything CI runs: lint, unit tests, contract, alert rules/dashboard, preflight cases, build, Molecule
+test: setup lint sanity changelog-check unit contract monitoring preflight build docs-site-test molecule ## Everything CI runs: lint, ansible-test sanity, changelog fragments, unit tests, contract, alert rules/dashboard, preflight cases, build, the docs site in a browser, Molecule
 	@echo "make test: all passed"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)
@@ -128,3 +134,19 @@ docs: venv ## Render the rule book table into README.md and docs/rules.md
 build: venv ## ansible-galaxy collection build
 	ansible-galaxy collection build --force --output-path build/
 	@tar -tzf build/sparkfleet-gb10-*.tar.gz | grep -x 'plugins/module_utils/rulebook.py' >/dev/null || { echo "build: the tarball lacks the rule book" >&2; exit 1; }
+
+changelog-check: venv ## Changelog fragments and changelog.yaml lint; every change to roles/ or plugins/ since the last render has a fragment
+	antsibull-changelog lint
+	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	python3 tools/changelog_check.py
+
+docs-site: venv ## The collection's docs (antsibull-docs + Sphinx) as HTML in build/docs-site/html
+	tools/docs_site.sh
+
+docs-site-test: docs-site ## Open every plugin and role page of the docs site in headless chromium; fail on a missing or broken page
+	@tools/chromium-setup.sh
+	pytest -q tests/docs_site
+
+# Not in make test: builds a container image (minutes the first time).
+ee: venv image ## Execution environment (execution-environment.yml) built on the local base image; preflight run inside it
+	tools/ee.sh

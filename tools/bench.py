@@ -69,7 +69,7 @@ def fresh_fleet():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("label")
     parser.add_argument("--no-op", action="store_true", help="fail when a run changed anything")
     parser.add_argument("--runs", type=int, default=3)

@@ -70,7 +70,7 @@ def costs(inventory, count, scratch):
         path = os.path.join(scratch, "probe-%s.yml" % kind)
         with open(path, "w") as handle:
             yaml.safe_dump(probe_playbook(kind, count), handle, sort_keys=False)
-        took[kind], _ = runner_events.timed_run(path, inventory, "probe " + kind, "bench-floor")
+        took[kind], dummy = runner_events.timed_run(path, inventory, "probe " + kind, "bench-floor")
     return dict((kind, max(0.0, (took[kind] - took["empty"]) / count)) for kind in ("module", "controller", "skipped"))
 
 
@@ -112,7 +112,7 @@ def floor(per_host, cost):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--inventory", default=os.path.join(TOP, "inventories", "sim"))
     parser.add_argument("--probe-tasks", type=int, default=40)
     args = parser.parse_args(argv)

@@ -50,7 +50,7 @@ def checkpoint(directory):
         if os.path.exists(path) and os.path.getsize(path) == SHARD_MIB << 20:
             continue
         with open(path + ".tmp", "wb") as handle:
-            for _ in range(SHARD_MIB):
+            for dummy in range(SHARD_MIB):
                 handle.write(os.urandom(1 << 20))
         os.replace(path + ".tmp", path)
     with open(os.path.join(directory, "config.json"), "w") as handle:
@@ -64,7 +64,7 @@ def run_case(inventory, varsfile, tags, name):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--inventory", default=os.path.join(TOP, "inventories", "sim"))
     args = parser.parse_args(argv)

@@ -58,7 +58,7 @@ def play(playbook, inv, name, extra=None, tags=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)

@@ -143,15 +143,15 @@ def configured_forks():
 
 def table(results, runs, forks):
     base = min(results)
-    base_median = statistics.median(w for w, _ in results[base]["noop"])
+    base_median = statistics.median(w for w, dummy in results[base]["noop"])
     lines = ["| host-level stages (--tags %s), forks %s | first converge | no-op min | no-op median "
              "| controller CPU per no-op (median) | machine busy during no-op (median, %d cores) | tasks ok per host "
              "| no-op vs %d hosts |" % (TAGS, forks, os.cpu_count(), base),
              "|---|---|---|---|---|---|---|---|"]
     for hosts in sorted(results):
         figures = results[hosts]
-        walls = [w for w, _ in figures["noop"]]
-        cpus = [c for _, c in figures["noop"]]
+        walls = [w for w, dummy in figures["noop"]]
+        cpus = [c for dummy, c in figures["noop"]]
         lines.append("| %d hosts, %d runs | %.1f s | %.1f s | %.1f s | %.1f s | %.0f%% | %d | %.2fx |" % (
             hosts, runs, figures["first"][0], min(walls), statistics.median(walls), statistics.median(cpus),
             100 * statistics.median(figures["busy"]), figures["ok"], statistics.median(walls) / base_median))
@@ -159,7 +159,7 @@ def table(results, runs, forks):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", default="2,8", help="fleet sizes, comma-separated")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--forks", type=int, default=None, help="ansible's forks (default: ansible.cfg's)")

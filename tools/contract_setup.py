@@ -195,7 +195,7 @@ def build_venv(wheels, transformers, stamp):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true", help="offline: verify what is cached, fetch nothing")
     parser.add_argument("--lock", action="store_true", help="rewrite tools/contract.lock for the rule book's pins")
     args = parser.parse_args(argv)

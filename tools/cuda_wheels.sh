@@ -27,7 +27,7 @@ stamp_input() {
 stamp=$(stamp_input | sha256sum | cut -d' ' -f1)
 if [ "${SPARKFLEET_CUDA_WHEELS_FORCE:-0}" != 1 ] && [ -f "$dest/.stamp" ] \
    && [ "$(cat "$dest/.stamp")" = "$stamp" ]; then
-  echo "cuda-wheels: up to date ($dest, $(ls "$dest"/*.whl | wc -l) wheels)"
+  echo "cuda-wheels: up to date ($dest, $(find "$dest" -maxdepth 1 -name '*.whl' | wc -l) wheels)"
   exit 0
 fi
 
@@ -44,4 +44,4 @@ printf '%s\n' $cuda_pins >"$dest/cuda-requirements.txt"
 printf '%s\n' "$nccl_wheel_pin" >"$dest/nccl-wheel-requirements.txt"
 
 echo "$stamp" >"$dest/.stamp"
-echo "cuda-wheels: ready ($dest, $(ls "$dest"/*.whl | wc -l) wheels, $(du -sh "$dest" | cut -f1))"
+echo "cuda-wheels: ready ($dest, $(find "$dest" -maxdepth 1 -name '*.whl' | wc -l) wheels, $(du -sh "$dest" | cut -f1))"

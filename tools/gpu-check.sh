@@ -37,7 +37,7 @@ if ! command -v ansible-playbook >/dev/null 2>&1; then
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"
 fi
 export ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
-inventory=(-i localhost, -c local -e ansible_python_interpreter="$(command -v python3)")
+inventory=(-i 'localhost,' -c local -e ansible_python_interpreter="$(command -v python3)")
 
 status=0
 for cap in "${@:-native}"; do

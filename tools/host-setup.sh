@@ -59,7 +59,7 @@ if ! docker info >/dev/null 2>&1; then
   # dockerd outlives this script: it must not keep the descriptors it would inherit
   # beyond stdio (a caller's flock on a lock file would otherwise be held for good).
   (
-    for fd in /proc/$BASHPID/fd/*; do
+    for fd in /proc/"$BASHPID"/fd/*; do
       fd=${fd##*/}
       [ "$fd" -gt 2 ] && eval "exec $fd>&-"
     done

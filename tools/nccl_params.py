@@ -73,7 +73,7 @@ def extract(files):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--git-dir", default=os.environ.get("SPARKFLEET_NCCL_GIT_DIR", DEFAULT_GIT_DIR))
     parser.add_argument("--tag", default=None, help="default: the rule book's nccl_git_tag")
     parser.add_argument("--out", default=None, help="default: tests/contract/nccl_params-<tag>.txt")

@@ -87,12 +87,12 @@ def resolve(specs, report, python=sys.executable):
         argv += ["--platform", tag]
     # Neither this machine's pip configuration (constraints, find-links, mirrors) nor its environment: PyPI alone.
     env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_CONSTRAINT="", PIP_FIND_LINKS="", PIP_EXTRA_INDEX_URL="")
-    proc = subprocess.run(argv + list(specs), capture_output=True, text=True, env=env)
+    proc = subprocess.run(argv + list(specs), capture_output=True, text=True, env=env, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true", help="offline: are the reports of the current pins cached")
     args = parser.parse_args(argv)
     specs = pinned_set()
@@ -108,7 +108,7 @@ def main(argv=None):
         return 1
     os.makedirs(where, exist_ok=True)
     print("platform: resolving %s for linux %s / CPython %s with pip against %s" % (" ".join(specs), MACHINE, PYTHON,
-                                                                                 INDEX))
+                                                                                    INDEX))
     rc, out = resolve(pypi_release(specs), release_report)
     if rc != 0:
         # Kept for the test to judge (a pin without an aarch64 wheel is what it must report).

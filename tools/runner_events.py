@@ -185,7 +185,7 @@ def record(out, playbook, inventory, extra_vars=(), check=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--record", required=True, metavar="OUT.jsonl")
     parser.add_argument("playbook")
     parser.add_argument("-i", dest="inventory", required=True)

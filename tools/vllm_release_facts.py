@@ -59,7 +59,7 @@ def vllm_sources(version):
     with zipfile.ZipFile(wheels[-1]) as zf:
         names = set(zf.namelist())
         wanted = [REGISTRY, CONFIGS, SPECULATIVE, KERNEL] + sorted(n for n in names if n.startswith(ORACLES)
-                                                                    and n.endswith(".py"))
+                                                                   and n.endswith(".py"))
         missing = [n for n in wanted if n not in names]
         if missing:
             raise FactsError("%s lacks %s: the release moved them; update tools/vllm_release_facts.py"
@@ -142,7 +142,7 @@ def mtp_targets(tree):
         if not isinstance(node, ast.If):
             continue
         assigns = any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "model_type"
-                                                         for t in s.targets) for s in node.body)
+                                                        for t in s.targets) for s in node.body)
         if not assigns:
             continue
         for test in ast.walk(node.test):  # `a == "x"`, `a in ("x", "y")`, and either inside an `and`
@@ -163,10 +163,10 @@ def facts():
     wheel, src = vllm_sources(vllm_version)
     trees = {path: ast.parse(text) for path, text in src.items()}
     registry = trees[REGISTRY]
-    all_tables = [n for n in ("_TEXT_GENERATION_MODELS", "_EMBEDDING_MODELS", "_LATE_INTERACTION_MODELS",
-                              "_REWARD_MODELS", "_TOKEN_CLASSIFICATION_MODELS", "_SEQUENCE_CLASSIFICATION_MODELS",
-                              "_MULTIMODAL_MODELS", "_SPECULATIVE_DECODING_MODELS",
-                              "_TRANSFORMERS_SUPPORTED_MODELS", "_TRANSFORMERS_BACKEND_MODELS")]
+    all_tables = list(("_TEXT_GENERATION_MODELS", "_EMBEDDING_MODELS", "_LATE_INTERACTION_MODELS",
+                       "_REWARD_MODELS", "_TOKEN_CLASSIFICATION_MODELS", "_SEQUENCE_CLASSIFICATION_MODELS",
+                       "_MULTIMODAL_MODELS", "_SPECULATIVE_DECODING_MODELS",
+                       "_TRANSFORMERS_SUPPORTED_MODELS", "_TRANSFORMERS_BACKEND_MODELS"))
     generative = sorted({a for t in GENERATIVE_TABLES for a in dict_keys(registry, t)})
     every = sorted({a for t in all_tables for a in dict_keys(registry, t)})
     spec = trees[SPECULATIVE]
@@ -237,7 +237,7 @@ def render(data):
             out.append("%s = (\n%s)\n" % (key, "".join("    %r,\n" % v for v in value)))
         elif isinstance(value, dict):
             out.append("%s = {\n%s}\n" % (key, "".join("    %r: (%s),\n" % (k, ", ".join(repr(x) for x in v) + ("," if len(v) == 1 else ""))
-                                                        for k, v in value.items())))
+                                                       for k, v in value.items())))
         else:
             out.append("%s = %r\n" % (key, value))
     return "".join(out)

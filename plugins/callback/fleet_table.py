@@ -8,6 +8,7 @@ DOCUMENTATION = r"""
 name: fleet_table
 type: aggregate
 short_description: Prints one compact table of the fleet at the end of site.yml and verify.yml
+version_added: "0.1.0"
 description:
   - Collects the C(sparkfleet_fleet_row) fact that the summary play of C(playbooks/verify.yml) sets on each host
     (driver, fabric address and MTU, NCCL, what the GPU gate read (C(sm12.1/cuda12.9) on a Spark, C(cpu-form) where

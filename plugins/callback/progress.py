@@ -8,6 +8,7 @@ DOCUMENTATION = r"""
 name: progress
 type: notification
 short_description: Says which long task is still running, on which hosts, and for how long
+version_added: "0.1.0"
 description:
   - Ansible prints nothing while a task runs. The NCCL build, the virtualenv install and the wait for a
     large model to load take minutes on a Spark, and silence for ten minutes reads as a hang.

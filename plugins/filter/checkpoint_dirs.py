@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 name: checkpoint_dirs
 author: sparkfleet.gb10 developers
 short_description: The checkpoint directory of each model entry a host serves from its own disk
-version_added: 1.0.0
+version_added: 0.1.0
 description:
 - For each entry of C(sparkfleet_models) with a C(source), the model store's copy (C(<store_dir>/<name>)); for an
   entry whose C(model) is an absolute path, that path. Entries served from a Hugging Face id without a source are

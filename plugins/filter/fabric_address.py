@@ -29,7 +29,7 @@ def _network(subnet):
 def address_problems(address, net):
     """Reasons ``address`` cannot be a fabric host address in ``net`` (empty when fine)."""
     try:
-        ip = netaddr.IPAddress(str(address).split("/")[0])
+        ip = netaddr.IPAddress(str(address).split("/", 1)[0])
     except (netaddr.AddrFormatError, ValueError, TypeError):
         return ["%r is not an IPv4 address" % (address,)]
     if ip not in net:
@@ -68,7 +68,7 @@ def fabric_addresses_check(addresses, subnet):
     for host, address in items:
         for problem in address_problems(address, net):
             problems.append("host %s: %s" % (host, problem))
-        key = str(address).split("/")[0]
+        key = str(address).split("/", 1)[0]
         if key in seen:
             problems.append("host %s: %s is also used by host %s" % (host, key, seen[key]))
         seen.setdefault(key, host)

@@ -27,7 +27,8 @@ options:
     description:
       - C(host) (inventory name), C(groups) (its group names), C(links) (C(ip -j addr) output, parsed),
         C(api_sources) (CIDRs; empty = the networks of the default route's interface, from C(management_devs),
-        gb10_facts' C(management.devs), or else C(routes), the C(ip -j route show default) output), and optionally C(interfaces) (fabric netdev names), C(models) (model entries),
+        gb10_facts' C(management.devs), or else C(routes), the C(ip -j route show default) output), and optionally
+        C(interfaces) (fabric netdev names), C(models) (model entries),
         C(executor), C(ray_head_ports), C(ray_worker_ports), C(rsync_port) (model_store's), C(nccl_rsync_port),
         C(nccl_build_once) (absent or none for the nccl role's default), C(extra_internal_ports),
         C(ephemeral) (C([low, high]) of new TCP connections dropped unless from the fabric, or empty),

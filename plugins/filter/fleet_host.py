@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 name: fleet_host
 author: sparkfleet.gb10 developers
 short_description: One host's view of the fleet plan - its services, endpoints, models and Ray cluster
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - What a host does in the fleet plan that preflight (or the role C(sparkfleet.gb10.plan), for a role run on its
     own) stored as C(ansible_facts.sparkfleet_plan); the computation is

@@ -64,7 +64,7 @@ _value:
       description: "The trap recognised in the output: C(missing_sass), C(nccl_error) (another NCCL WARN), or None."
       type: str
     wrong: {description: Message sizes whose results were wrong., type: list}
-    message: {description: What the run shows and, when it fails, what to do., type: str}
+    message: {description: "What the run shows and, when it fails, what to do.", type: str}
 """
 
 import re

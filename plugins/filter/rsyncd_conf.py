@@ -48,7 +48,7 @@ def rsyncd_conf(share):
     allow = [str(a) for a in share.get("hosts_allow") or [] if a]
     if missing or not allow:
         raise AnsibleFilterError("rsyncd_conf: %s" % ("missing %s" % ", ".join(missing) if missing
-                                                       else "no host may connect (hosts_allow is empty)"))
+                                                      else "no host may connect (hosts_allow is empty)"))
     lines = ["address = %s" % share["address"], "port = %s" % share["port"], "use chroot = yes",
              "uid = nobody", "gid = nogroup"]
     if share.get("max_connections"):

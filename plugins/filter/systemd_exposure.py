@@ -37,8 +37,8 @@ _value:
   type: dict
   contains:
     unit: {description: The unit name as printed, type: str}
-    exposure: {description: Overall exposure, 0.0 (locked down) to 10.0 (unprotected), type: float}
-    rating: {description: systemd's word for it (OK, MEDIUM, EXPOSED, UNSAFE), type: str}
+    exposure: {description: "Overall exposure, 0.0 (locked down) to 10.0 (unprotected)", type: float}
+    rating: {description: "systemd's word for it (OK, MEDIUM, EXPOSED, UNSAFE)", type: str}
     threshold: {description: The project's threshold for O(kind) (only with O(kind)), type: float}
     ok: {description: exposure <= threshold (only with O(kind)), type: bool}
 """

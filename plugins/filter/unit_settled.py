@@ -48,7 +48,7 @@ _value:
 """
 
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.systemd_unit import settled, unit_properties  # noqa: F401
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.systemd_unit import settled, unit_properties  # noqa: F401  pylint: disable=unused-import
 
 
 def unit_settled(result, enabled=None, active=True):

@@ -10,7 +10,7 @@ author: sparkfleet.gb10 developers
 short_description: The host_read command that asks a systemd unit's state, for unit_settled
 version_added: 0.1.0
 description:
-- Returns C({name, argv}) for the O(commands) of M(sparkfleet.gb10.host_read) that asks
+- Returns C({name, argv}) for the O(sparkfleet.gb10.host_read#module:commands) of M(sparkfleet.gb10.host_read) that asks
   C(systemctl show UNIT --property=UnitFileState,ActiveState), the properties the filter
   C(sparkfleet.gb10.unit_settled) reads. The roles add it to the read they make anyway.
 options:

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_args as impl
 # What tests and tools read from here (the one home is plugins/module_utils/vllm_args.py).
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_args import MANAGED_FLAGS, check_entry  # noqa: F401
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_args import MANAGED_FLAGS, check_entry  # noqa: F401  pylint: disable=unused-import
 
 
 def vllm_args(model_entry, gb10_facts, cluster, host=None):

@@ -35,7 +35,7 @@ _value:
   contains:
     prefix_cache_hits: {description: Sum of vllm:prefix_cache_hits_total, type: float}
     prefix_cache_queries: {description: Sum of vllm:prefix_cache_queries_total, type: float}
-    prefix_cache_hit_rate: {description: hits / queries rounded to 3 places, None without queries, type: float}
+    prefix_cache_hit_rate: {description: "hits / queries rounded to 3 places, None without queries", type: float}
     kv_cache_usage: {description: Highest vllm:kv_cache_usage_perc over the engines (0..1), type: float}
     requests_running: {description: Sum of vllm:num_requests_running, type: float}
     requests_waiting: {description: Sum of vllm:num_requests_waiting, type: float}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: fleet_default
-author: sparkfleet.gb10 developers
+author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: Read a default that several roles share
 version_added: "0.1.0"
 description:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: rulebook
-author: sparkfleet.gb10 developers
+author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: Read a setting from the GB10/SM121 rule book
 version_added: "0.1.0"
 description:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: setting_problems
-author: sparkfleet.gb10 developers
+author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: What is wrong with a role's own settings, judged as preflight judges them
 version_added: "0.1.0"
 description:

@@ -203,7 +203,7 @@ def markdown(models, title="Benchmark", settings=None, generated=None, chart=Non
         if not model["simulated"]:
             head += ["roofline share", "published", "of published"]
         lines.append("| " + " | ".join(head) + " |")
-        lines.append("|" + "|".join("---:" for _ in head) + "|")
+        lines.append("|" + "|".join(["---:"] * len(head)) + "|")
         rows = {r["concurrency"]: r for r in model.get("rows") or []}
         for p in model["points"]:
             tok = p.get("output_tok_s")

@@ -26,7 +26,7 @@ except ImportError:  # reported when used
     netaddr = None
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import (  # noqa: F401 (the firewall's API)
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import (  # noqa: F401 (the firewall's API)  pylint: disable=unused-import
     RAY_ROLE_BY_GROUP, ROLES_DIR, load_role_default)
 
 TABLE = "sparkfleet"
@@ -64,7 +64,7 @@ def parse_network(value, variable):
     """A CIDR network (IPv4 or IPv6) as netaddr.IPNetwork, host bits allowed; FirewallError otherwise."""
     if not isinstance(value, str) or "/" not in value:
         raise FirewallError("%s=%r: not a network in CIDR form (a.b.c.d/nn or x::/nn)" % (variable, value))
-    address, _, prefix = value.strip().partition("/")
+    address, _slash, prefix = value.strip().partition("/")
     try:
         ip = netaddr.IPAddress(address, flags=netaddr.INET_PTON)
         if not prefix.isdigit() or int(prefix) > (32 if ip.version == 4 else 128):
@@ -113,8 +113,8 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
             low, high = parse_ports(port, "%s_ports.%s" % (role, key))
             found.append((low, high, "%s_ports.%s" % (role, key)))
         if "min_worker" in ports and "max_worker" in ports:
-            low, _ = parse_ports(ports["min_worker"], "%s_ports.min_worker" % role)
-            _, high = parse_ports(ports["max_worker"], "%s_ports.max_worker" % role)
+            low, _high = parse_ports(ports["min_worker"], "%s_ports.min_worker" % role)
+            _low, high = parse_ports(ports["max_worker"], "%s_ports.max_worker" % role)
             found.append((low, high, "%s_ports.min_worker-max_worker" % role))
     serves_source = False
     for index, model in enumerate(models or []):

@@ -28,6 +28,7 @@ Pure Python, unit tested on every example inventory (``tests/unit/plugins/module
 
 from __future__ import annotations
 
+import functools
 import os
 
 try:
@@ -65,13 +66,24 @@ def load_role_default(role, name, roles_dir=ROLES_DIR):
 
 
 # The vLLM unit names' prefix: vllm_service's default (its one home), or the inventory's vllm_service_unit_prefix.
-DEFAULT_UNIT_PREFIX = load_role_default("vllm_service", "vllm_service_unit_prefix")
+# Read when first wanted, not at import: a module_utils file must import without PyYAML (ansible-test's import test).
+@functools.lru_cache(maxsize=None)
+def default_unit_prefix():
+    """vllm_service's ``vllm_service_unit_prefix`` default."""
+    return load_role_default("vllm_service", "vllm_service_unit_prefix")
+
+
+def __getattr__(name):
+    """``DEFAULT_UNIT_PREFIX``, as before, read on first use."""
+    if name == "DEFAULT_UNIT_PREFIX":
+        return default_unit_prefix()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def unit_prefix_of(host_vars):
     """The prefix of a host's vLLM unit names: its ``vllm_service_unit_prefix`` where the inventory sets it, else
     vllm_service's default; the plan's unit names, and so fleet_health's, follow it."""
-    return (host_vars or {}).get("vllm_service_unit_prefix") or DEFAULT_UNIT_PREFIX
+    return (host_vars or {}).get("vllm_service_unit_prefix") or default_unit_prefix()
 
 
 # ------------------------------------------------------------------ one host's view
@@ -208,7 +220,7 @@ def services(host, models, executor=None, address_of=None, unit_prefix=None, vll
     master_addr, master_port, cluster, entry, model}`` (``entry``: without placement keys; ``model``: as written;
     ``call_address``: where the host's own gates call its API, ``call_address``).
     ``unit_prefix``: None for vllm_service's default."""
-    unit_prefix = unit_prefix or DEFAULT_UNIT_PREFIX
+    unit_prefix = unit_prefix or default_unit_prefix()
     out = []
     for place in placements(host, models, executor, address_of):
         if not place["runs_unit"]:
@@ -300,7 +312,7 @@ def ray_clusters(fleet, roles_dir=ROLES_DIR):
         port = gcs_port(fleet[head], roles_dir) if head else None
         address = fleet[head].get("sparkfleet_fabric_address") if head else None
         out[name] = {
-            "members": [h for h, _ in members],
+            "members": [h for h, _role in members],
             "head": head,
             "workers": [h for h, role in members if role == "ray_worker"],
             "gcs_port": port,

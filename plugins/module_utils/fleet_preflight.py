@@ -167,8 +167,6 @@ def check_unknown_variables(host, host_vars, role_specs, prefixes=None):
     return findings
 
 
-
-
 # The fleet plan reads the models, Ray heads, workers and clusters; preflight checks what it reads.
 _models_var = fleet_plan.models_var
 _models = fleet_plan.host_models
@@ -638,18 +636,18 @@ def check_host_facts(fleet, forbidden_branches, nccl_env):
         driver = gb10.get("driver") or {}
         serves = any(isinstance(m, dict) for m in _models(host_vars))
         for version in (driver.get("nvidia_smi_version"), driver.get("kernel_module_version")):
-            if not version or str(version).split(".")[0] not in forbidden_branches:
+            if not version or str(version).split(".", 1)[0] not in forbidden_branches:
                 continue
             if not host_vars.get("nvidia_driver_accept_forbidden_branch_reason"):
                 findings.append(Finding(host, DRIVER_VARIABLE, version,
                                         "driver branch %s deadlocks CUDA graphs on GB10 (rule driver_branch)"
-                                        % str(version).split(".")[0],
+                                        % str(version).split(".", 1)[0],
                                         "downgrade to the 580 branch, or accept it with "
                                         "nvidia_driver_accept_forbidden_branch_reason: '<why>'"))
             elif serves:
                 findings.append(Finding(host, DRIVER_VARIABLE, version,
                                         "driver branch %s is accepted for the driver role, but vLLM keeps CUDA graphs "
-                                        "on and refuses to serve on it (rule driver_branch)" % str(version).split(".")[0],
+                                        "on and refuses to serve on it (rule driver_branch)" % str(version).split(".", 1)[0],
                                         "downgrade to the 580 branch, or serve no model on this host"))
             break
         if driver.get("reboot_pending") and serves:
@@ -879,7 +877,7 @@ def check_firewall(fleet, roles_dir=None):
                     findings.append(Finding(host, _var(host_vars, index, model, "port"), port,
                                             "is also internal (%s, %s) on this host: the fabric firewall would drop "
                                             "the API from outside the fabric" % (why, low if low == high else
-                                                                                  "%d-%d" % (low, high)),
+                                                                                 "%d-%d" % (low, high)),
                                             "give the API a port outside the host's internal ports"))
     return findings
 
@@ -898,7 +896,7 @@ def optout_warnings(fleet):
             if reason and nodes[0] == host:
                 lines.append("%s: %s: api_key: none, the OpenAI API on port %s answers ANYONE who reaches it, "
                              "without a key (reason given: %s)" % (host, _var(host_vars, index, model),
-                                                                  model.get("port", fleet_plan.DEFAULT_PORT), reason))
+                                                                   model.get("port", fleet_plan.DEFAULT_PORT), reason))
     return lines
 
 

@@ -188,6 +188,6 @@ def summary(reading, form):
         head = "cpu form (simulation): torch %s, CUDA not checked" % reading.get("torch", "?")
     else:
         head = "torch %s, CUDA %s, sm %s" % (reading.get("torch", "?"), reading.get("torch_cuda"),
-                                              reading.get("capability", "?"))
+                                             reading.get("capability", "?"))
     libs = sorted(set(v for v in (reading.get("entry_points") or {}).values() if v))
     return "%s; NCCL entry points in %s" % (head, ", ".join(libs) or "no library")

@@ -39,7 +39,7 @@ def service_need(entry, what, disk_bytes=None):
     missing = [k for k in ("num_layers", "num_kv_heads", "head_dim", "max_model_len") if entry.get(k) is None]
     if missing:
         raise UtilizationError("%s: key '%s' is needed to size the KV cache (also: %s)"
-                                 % (what, missing[0], ", ".join(missing[1:]) or "nothing else"))
+                               % (what, missing[0], ", ".join(missing[1:]) or "nothing else"))
     per_token = 2 * entry["num_layers"] * entry["num_kv_heads"] * entry["head_dim"] * KV_BYTES[entry["kv_cache_dtype"]]
     kv = per_token * entry["max_model_len"] * (entry["max_num_seqs"] or 1) / GIB / nodes
     return {
@@ -93,13 +93,13 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     total_b = (gb10_facts.get("memory") or {}).get("mem_total_bytes")
     if not total_b:
         raise UtilizationError("host %s: gb10.memory.mem_total_bytes is unknown (rule unified_memory: GPU memory is "
-                                 "MemTotal); gather facts with sparkfleet.gb10.gb10_facts" % host)
+                               "MemTotal); gather facts with sparkfleet.gb10.gb10_facts" % host)
     if not isinstance(services, list) or not services:
         raise UtilizationError("host %s: services must be a non-empty list of model entries" % host)
     if weights_on_disk is not None and not (isinstance(weights_on_disk, dict) and all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in weights_on_disk.values() if v is not None)):
         raise UtilizationError("host %s: weights_on_disk must map service names to byte counts, got %r"
-                                 % (host, weights_on_disk))
+                               % (host, weights_on_disk))
     ceiling = rulebook.setting("gpu_memory_utilization_ceiling")
     if target is None:
         target = rulebook.setting("gpu_memory_utilization_safe_max")
@@ -143,7 +143,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
                      (total - os_headroom_gib) / total, budget)
     if need_total / total > budget:
         raise UtilizationError("host %s: the services do not fit. %s. Lower max_model_len or max_num_seqs, split the "
-                                 "model over more nodes, or move a service to another host" % (host, arithmetic))
+                               "model over more nodes, or move a service to another host" % (host, arithmetic))
 
     fixed = sum(p["utilization"] for p in plan.values() if p["explicit"])
     flexible = [n for n in order if not plan[n]["explicit"]]
@@ -151,12 +151,12 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     spare = budget - fixed - flex_need
     if flexible and spare < 0:
         raise UtilizationError("host %s: explicit gpu_memory_utilization values (%.2f) leave too little for the "
-                                 "others (need %.3f of %.3f). %s" % (host, fixed, flex_need, budget, arithmetic))
+                               "others (need %.3f of %.3f). %s" % (host, fixed, flex_need, budget, arithmetic))
     # Values the inventory gave for every service are the user's choice up to the ceiling (each one is
     # also held to its cap and its need below); only the shares the filter hands out keep to the budget.
     if not flexible and round(fixed, 4) > ceiling:
         raise UtilizationError("host %s: the explicit gpu_memory_utilization values add up to %.2f, above the "
-                                 "ceiling %.2f (rule gpu_memory_utilization). %s" % (host, fixed, ceiling, arithmetic))
+                               "ceiling %.2f (rule gpu_memory_utilization). %s" % (host, fixed, ceiling, arithmetic))
     for name in flexible:
         share = plan[name]["need_gib"] / (flex_need * total) if flex_need else 0
         plan[name]["utilization"] = floor2(plan[name]["need_gib"] / total + spare * share)
@@ -169,8 +169,8 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
                 "long_context_multinode_utilization" if item["long_context_multi_node"] else "gpu_memory_utilization"))
         if item["utilization"] * total < item["need_gib"]:
             raise UtilizationError("host %s, model %s: gpu_memory_utilization %.2f gives %.2f GiB but it needs %.2f "
-                                     "GiB. %s" % (host, name, item["utilization"], item["utilization"] * total,
-                                                  item["need_gib"], arithmetic))
+                                   "GiB. %s" % (host, name, item["utilization"], item["utilization"] * total,
+                                                item["need_gib"], arithmetic))
     used = round(sum(p["utilization"] for p in plan.values()), 2)
     return {
         "host": host,
@@ -185,4 +185,3 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         "arithmetic": arithmetic,
         "services": plan,
     }
-

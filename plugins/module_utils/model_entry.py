@@ -184,6 +184,7 @@ def is_secret(name, spec=None):
         return bool(spec[name].get("secret"))
     return bool(SECRET_NAME.search(str(name)))
 
+
 # Names end up in unit names, log file names and secret file names.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Lower bounds of the integer keys.
@@ -267,7 +268,7 @@ def check(entry, spec, elsewhere=()):
         if rule.get("choices") and value not in rule["choices"]:
             close = difflib.get_close_matches(str(value), [str(c) for c in rule["choices"]], n=1)
             problems.append(Problem(key, shown, "not one of %s%s" % (", ".join(map(str, rule["choices"])),
-                                                                   " (did you mean '%s'?)" % close[0] if close else ""),
+                                                                     " (did you mean '%s'?)" % close[0] if close else ""),
                                     "choose one of %s%s" % (", ".join(map(str, rule["choices"])),
                                                             "; a key itself belongs in vllm_service_api_key (vault) or "
                                                             "an api_key_file, never in the entry" if rule.get("secret") else "")))

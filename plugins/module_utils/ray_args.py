@@ -87,7 +87,7 @@ def ray_args(role, ray_bin, node_ip, ports, num_gpus, num_cpus=0, object_store_m
     head). ``num_cpus`` and ``object_store_memory`` of 0 leave the choice to Ray."""
     if role not in ROLES:
         raise RayArgsError("ray_args: role must be one of %s, got %r" % (", ".join(ROLES), role))
-    wanted = [key for key, _ in PORT_FLAGS if role == "head" or key not in HEAD_ONLY_PORTS]
+    wanted = [key for key, _flag in PORT_FLAGS if role == "head" or key not in HEAD_ONLY_PORTS]
     missing = [key for key in wanted + (["dashboard"] if role == "head" else []) if key not in (ports or {})]
     if missing:
         raise RayArgsError("ray_args: the %s's port map lacks %s" % (role, ", ".join(missing)))

@@ -297,7 +297,7 @@ def vllm_args(model_entry, gb10_facts, cluster, host=None):
     if problems or cluster_problems:
         # Every problem at once, one a line, not only the first.
         raise ArgsError("\n".join([p.text(what) for p in problems] +
-                                           [p.text(what + ", cluster") for p in cluster_problems]))
+                                  [p.text(what + ", cluster") for p in cluster_problems]))
     return argv
 
 
@@ -310,4 +310,3 @@ def vllm_env_check(env, host=None, variable="vllm_service_environment"):
         raise ArgsError("%s: %s sets %s" % (host or "this host", variable, "; ".join(
             "%s=%s, which rule %s forbids (%s)" % item for item in found)))
     return env
-

@@ -52,11 +52,13 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -118,7 +120,7 @@ def chart_png(models, title):
         if figure_:
             field = sorted((int(c), v if isinstance(v, (int, float)) else v[0])
                            for c, v in figure_["output_tok_s"].items())
-            axes.plot([c for c, _ in field], [v for _, v in field], linestyle="none", marker="s",
+            axes.plot([c for c, _v in field], [v for _c, v in field], linestyle="none", marker="s",
                       markerfacecolor="none", color=line.get_color(), label="%s published" % model["name"])
         bound = model.get("roofline_tok_s")
         if bound:

@@ -62,13 +62,16 @@ options:
     default: ping
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -104,9 +107,8 @@ results:
       type: list
 """
 
-import subprocess
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import processes
 
 
 def argv_of(ping, target, payload, count, interval, wait):
@@ -114,14 +116,13 @@ def argv_of(ping, target, payload, count, interval, wait):
             "-I", target["ifname"], target["address"]]
 
 
-def ping_all(targets, payload, count=3, interval=0.2, wait=2, ping="ping", popen=subprocess.Popen):
+def ping_all(targets, payload, count=3, interval=0.2, wait=2, ping="ping", popen=processes.start):
     """Start every ping, then collect them in order: the total is about the slowest one, not the sum."""
     running = []
     for target in targets:
         argv = argv_of(ping, target, payload, count, interval, wait)
         try:
-            proc = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                         env={"LC_ALL": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
+            proc = popen(argv, env={"LC_ALL": "C", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
         except OSError as exc:
             running.append((target, argv, None, str(exc)))
             continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gb10_facts
-author: sparkfleet.gb10 developers
+author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: Gather DGX Spark (GB10, SM121) GPU, driver, memory, QSFP/RoCE and NCCL facts
 version_added: "0.1.0"
 description:

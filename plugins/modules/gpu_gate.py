@@ -15,7 +15,7 @@ short_description: Prove that the virtualenv's torch, vLLM and NCCL are the ones
 version_added: "0.1.0"
 description:
   - Runs a probe under the virtualenv's Python with the environment the sparkfleet units get (the NCCL
-    environment file of M(sparkfleet.gb10.nccl) and O(environment)), and reads from inside that process
+    environment file of the role C(sparkfleet.gb10.nccl) and O(environment)), and reads from inside that process
     torch's version and CUDA build, whether CUDA sees the GPU, its compute capability and memory, whether
     C(vllm._C) imports, and the library each NCCL entry point resolves to in the global scope (C(dlsym) then
     C(dladdr), which is what torch's own collectives bind to), by path, not by version.
@@ -69,13 +69,16 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

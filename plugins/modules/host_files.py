@@ -38,7 +38,8 @@ options:
       state:
         description:
           - V(file) writes O(files[].content); V(directory) creates the directory (and missing parents, which
-            get mode 0755 and root's ownership), and follows a link to a directory that is in its place; V(link) points a symbolic link at O(files[].src) (it replaces a
+            get mode 0755 and root's ownership), and follows a link to a directory that is in its place; V(link) points a
+            symbolic link at O(files[].src) (it replaces a
             link, never a file or directory); V(absent) removes a file or link (never a directory).
         type: str
         choices: [file, directory, link, absent]
@@ -81,13 +82,16 @@ options:
         default: false
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -265,7 +269,7 @@ class Settler:
             before = {"owner": info.st_uid, "group": info.st_gid, "mode": "%04o" % stat.S_IMODE(info.st_mode)}
             after = dict(before)
             after.update({key: value for key, value in (("owner", uid), ("group", gid),
-                                                       ("mode", None if mode is None else "%04o" % mode))
+                                                        ("mode", None if mode is None else "%04o" % mode))
                           if value is not None})
             self.diffs.append({"before_header": path + " (attributes)", "after_header": path + " (attributes)",
                                "before": "".join("%s: %s\n" % item for item in sorted(before.items())),
@@ -358,7 +362,7 @@ class Settler:
                                    "after": to_text(data, errors="surrogate_or_replace")})
         what = ["created"] if old is None else ["content"]
         if info is not None:
-            what += [w for w in attribute_changes(info, uid, gid, mode)]
+            what += list(attribute_changes(info, uid, gid, mode))
         if self.check:
             return what
         directory = os.path.dirname(path)

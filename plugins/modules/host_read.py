@@ -17,8 +17,8 @@ description:
     per question costs one module call each, on every rerun. This module answers them together.
   - It never changes anything, and answers the same in check mode. A missing path or a command that fails
     is an answer, not an error; the role's own assertions decide what to refuse, with their own messages.
-version_added: "1.0.0"
-author: sparkfleet.gb10 developers
+version_added: "0.1.0"
+author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
   files:
     description: The paths to look at.
@@ -76,6 +76,7 @@ attributes:
     description: Reads only; the same answer as a real run.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
     support: full

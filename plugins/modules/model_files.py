@@ -25,8 +25,8 @@ description:
     is trusted without hashing unless O(reverify).
   - C(hf) sources need C(huggingface_hub) importable by the interpreter that runs the module
     (the role runs it with its own virtualenv's Python).
-version_added: "1.0.0"
-author: sparkfleet.gb10 developers
+version_added: "0.1.0"
+author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
   dest:
     description: Directory that holds the model's files.
@@ -66,6 +66,7 @@ attributes:
     support: full
     description: Reports what would be fetched, removed and stamped; changes nothing.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
     support: full
@@ -162,7 +163,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
 
 try:
-    import huggingface_hub  # noqa: F401 - only hf sources need it
+    import huggingface_hub  # noqa: F401 - only hf sources need it  # pylint: disable=unused-import
     HF_IMPORT_ERROR = None
 except ImportError:
     HF_IMPORT_ERROR = traceback.format_exc()

@@ -18,8 +18,8 @@ description:
     C(sparkfleet.gb10.ray) and C(vllm_service), which run as the same account by default
     (the fleet default C(service_user)), so the account's shape is written here once.
   - Uses C(groupadd), C(useradd) and C(usermod) (the shadow tools of Debian and Ubuntu).
-version_added: "1.0.0"
-author: sparkfleet.gb10 developers
+version_added: "0.1.0"
+author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
   name:
     description: The account.
@@ -40,8 +40,10 @@ attributes:
     description: Says what it would change and changes nothing.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 """
 

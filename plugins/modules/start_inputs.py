@@ -17,8 +17,8 @@ description:
   - An empty path is skipped (an input the role was told not to load).
   - Read-only; used by C(sparkfleet.gb10.ray) and C(vllm_service) for their units, and by
     C(vllm_venv) for the inputs of its install stamp (one call for all of them).
-version_added: "1.0.0"
-author: sparkfleet.gb10 developers
+version_added: "0.1.0"
+author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
   paths:
     description: The files the unit loads at start; empty strings are skipped.
@@ -30,6 +30,7 @@ attributes:
     description: Reads only; the same answer as a real run.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
     support: full

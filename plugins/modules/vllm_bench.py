@@ -46,13 +46,16 @@ options:
     default: 1800
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -87,12 +90,10 @@ stdout_tail:
 import json
 import os
 import re
-import signal
-import subprocess
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.benchmark import KEY_VARIABLE
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.processes import run_in_session as run
 
 ERROR_LINE = re.compile(r"^Error \d+: ")
 TAIL = 30
@@ -101,25 +102,6 @@ TAIL = 30
 def error_lines(text):
     """The release's lines for failed requests ('Error N: ...')."""
     return [line.strip() for line in (text or "").splitlines() if ERROR_LINE.match(line)]
-
-
-def run(argv, env, timeout):
-    """(rc, output, seconds) of argv in its own process group; rc None when it was stopped at the timeout."""
-    start = time.monotonic()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                               start_new_session=True)
-    try:
-        out, _ = process.communicate(timeout=timeout)
-        rc = process.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            out, _ = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, _ = process.communicate()
-        rc = None
-    return rc, out.decode("utf-8", "replace"), time.monotonic() - start
 
 
 def main():

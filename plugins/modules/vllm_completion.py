@@ -47,13 +47,16 @@ options:
     default: 600
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -140,7 +143,7 @@ def main():
             url=dict(type="str", required=True),
             model=dict(type="str", required=True),
             prompt=dict(type="str", required=True),
-            max_tokens=dict(type="int", default=16),
+            max_tokens=dict(type="int", default=16, no_log=False),
             api_key=dict(type="str", default="", no_log=True),
             timeout=dict(type="int", default=600),
         ),

@@ -80,10 +80,13 @@ options:
     default: 8
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 notes:
   - The asks are sent one after the other. Requests other clients send at the same moment are batched with them,
@@ -92,7 +95,7 @@ notes:
 seealso:
   - module: sparkfleet.gb10.vllm_completion
 author:
-  - sparkfleet.gb10 developers
+  - sparkfleet.gb10 developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -371,9 +374,9 @@ def main():
                 expect=dict(type="list", elements="str", required=True),
             )),
             min_correct=dict(type="int"),
-            max_tokens=dict(type="int", default=16),
+            max_tokens=dict(type="int", default=16, no_log=False),
             determinism_prompt=dict(type="str", required=True),
-            determinism_max_tokens=dict(type="int", default=8),
+            determinism_max_tokens=dict(type="int", default=8, no_log=False),
         ),
         supports_check_mode=False,
     )

@@ -23,7 +23,8 @@ TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tools"))
 sys.path.insert(0, HERE)
 
-import collect  # noqa: E402,F401  puts the collection on the path, as for the other contract tests
+# Puts the collection on the path, as for the other contract tests.
+import collect  # noqa: E402,F401  pylint: disable=unused-import
 
 import platform_resolve  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import gpu_gate, rulebook  # noqa: E402

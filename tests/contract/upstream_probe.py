@@ -29,7 +29,6 @@ parser calls, so the parser is the one a GB10 builds.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -46,7 +45,7 @@ class ParseError(Exception):
 
 
 def _use_cuda_stand_in():
-    import vllm.platforms as platforms
+    from vllm import platforms
     from vllm.platforms.interface import Platform, PlatformEnum
 
     class ParserOnlyCuda(Platform):
@@ -85,7 +84,7 @@ def _unwrap(hint):
 def _config_class(dest):
     """The config class a JSON option of `vllm serve` is built into (None: a plain dict)."""
     from vllm.engine.arg_utils import EngineArgs
-    import vllm.config as config
+    from vllm import config
     explicit = {"speculative_config": "SpeculativeConfig"}  # EngineArgs keeps it a dict; VllmConfig builds this
     if dest in explicit:
         return getattr(config, explicit[dest])
@@ -125,7 +124,7 @@ def check_json_option(flag, dest, value):
 def config_fields(parser):
     """{dest: (config class, field)} for the options vLLM adds per config class (argument group
     titled with the class name, e.g. AttentionConfig: --attention-backend -> backend)."""
-    import vllm.config as config
+    from vllm import config
     found = {}
     for group in parser._action_groups:
         cls = getattr(config, group.title or "", None)
@@ -186,7 +185,7 @@ def vllm_verdict(parser, argv, fields=None):
              "vllm.reasoning:ReasoningParserManager")):
         value = getattr(ns, dest, None)
         if value and not getattr(ns, plugin, None):
-            module, _, name = registry.partition(":")
+            module, dummy, name = registry.partition(":")
             names = getattr(__import__(module, fromlist=[name]), name).list_registered()
             checked.append({"flag": flag, "class": name, "problems": [] if value in names else [
                 "%s %r is not a parser vLLM registers (%s)" % (flag, value, ", ".join(sorted(names)))]})
@@ -345,7 +344,7 @@ def release_facts(mtp_targets):
 
 
 def vllm_env_names():
-    import vllm.envs as envs
+    from vllm import envs
     return sorted(envs.environment_variables)
 
 
@@ -356,7 +355,7 @@ def release_answer(request):
     kernels at import), so vLLM resolves its own platform, as on any machine without a GPU."""
     import subprocess
     run = subprocess.run([sys.executable, os.path.abspath(__file__), "--release"], input=json.dumps(request),
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise SystemExit("upstream_probe --release failed:\n%s" % run.stderr[-4000:])
     return json.loads(run.stdout)

@@ -18,4 +18,3 @@ if COLLECTIONS not in sys.path:
 # Shared test helpers (tests/unit/ansible_local.py).
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-

@@ -40,7 +40,7 @@ def allowed(method, path, authorization, keys=None):
     keys = KEYS if keys is None else keys
     if not keys or method == "OPTIONS" or path in OPEN_PATHS:
         return True
-    scheme, _, token = (authorization or "").partition(" ")
+    scheme, _space, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         return False
     given = _digest(token.strip())

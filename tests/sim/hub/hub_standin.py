@@ -259,7 +259,7 @@ class Handler(BaseHTTPRequestHandler):
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, size)
             with self.hub.lock:
                 self.hub.stats.setdefault(self.client_address[0], {"requests": 0, "bytes": 0, "files": {},
-                                                                    "ranged": 0})["ranged"] += 1
+                                                                   "ranged": 0})["ranged"] += 1
         length = end - start + 1 if size else 0
         self.send_response(status)
         for key, value in headers.items():
@@ -301,7 +301,7 @@ def serve(repos, host="127.0.0.1", port=0, lfs_threshold=10 * 1024 * 1024):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repos", required=True, help="JSON file: {repo_id: {dir, commit, token}}")
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=8080)

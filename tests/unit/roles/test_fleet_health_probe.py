@@ -38,7 +38,7 @@ def parse_exposition(text):
         if line.startswith("#") or not line:
             continue
         head, value = line.rsplit(" ", 1)
-        name, _, labels = head.partition("{")
+        name, dummy, labels = head.partition("{")
         assert name in typed, "%s before its TYPE line" % name
         pairs = dict(LABEL_RE.findall(labels.rstrip("}"))) if labels else {}
         samples[(name, frozenset(pairs.items()))] = float(value)
@@ -439,7 +439,7 @@ def test_the_next_boots_kernel_with_its_module_keeps_the_gpu(tmp_path):
 
 def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the_reboot(tmp_path):
     config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
-    runner, _ = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
+    runner, dummy = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
     samples, failures = probe.collect(config, runner=runner)
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "none"}, False) in samples
@@ -449,7 +449,7 @@ def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the
 
 def test_a_module_of_another_branch_is_no_gpu_either(tmp_path):
     config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
-    runner, _ = _modinfo({"6.17.0-1016-nvidia": "590.44.01"})
+    runner, dummy = _modinfo({"6.17.0-1016-nvidia": "590.44.01"})
     samples, failures = probe.collect(config, runner=runner)
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "590.44.01"}, False) in samples

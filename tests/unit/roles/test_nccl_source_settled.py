@@ -44,7 +44,7 @@ CASES = {
 
 def test_the_git_checkout_is_skipped_only_when_it_would_change_nothing(tmp_path, render_role_vars):
     hosts = {}
-    for name, (read, version, _) in CASES.items():
+    for name, (read, version, dummy) in CASES.items():
         hosts[name] = {"__nccl_host": read, "nccl_work_dir": WORK,
                        "_nccl_src": {"name": "nccl", "kind": "git", "git_version": version, "git_url": URL}}
     inventory = tmp_path / "hosts.yml"
@@ -61,7 +61,7 @@ def test_preflight_asks_each_tree_in_the_one_call(render_role_vars, tmp_path):
         "_nccl_src_dir": WORK + "/src/nccl", "_nccl_tests_src_dir": WORK + "/src/nccl-tests"}}}}}}))
     read = render_role_vars(inventory, FILES, "_nccl_trees_read")["h"]
     assert [f["path"] for f in read["files"]] == [WORK + "/src/nccl/.git", WORK + "/src/nccl.revision",
-                                                 WORK + "/src/nccl-tests/.git", WORK + "/src/nccl-tests.revision"]
+                                                  WORK + "/src/nccl-tests/.git", WORK + "/src/nccl-tests.revision"]
     argv = {c["name"]: c["argv"] for c in read["commands"]}
     assert argv["pin:nccl"] == ["git", "-C", WORK + "/src/nccl", "rev-parse", "--verify", "-q", "refs/tags/v2.28.9-1^{commit}"]
     assert argv["pin:nccl-tests"][-1] == "refs/tags/v2.18.3^{commit}"

@@ -103,7 +103,7 @@ def test_full_file_all_symbols_patched_and_behave():
 
 
 def test_docstring_kept_first():
-    new, _ = patch.patch_source(FULL)
+    new, dummy = patch.patch_source(FULL)
     tree = ast.parse(new)
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "cutlass_block_fp8_supported")
     assert ast.get_docstring(func) == "Whether block FP8 is supported."
@@ -111,13 +111,13 @@ def test_docstring_kept_first():
 
 
 def test_multiline_constant_replaced_whole():
-    new, _ = patch.patch_source(FULL)
+    new, dummy = patch.patch_source(FULL)
     assert "(\n    cutlass_block_fp8_supported()\n)" not in new
     ast.parse(new)
 
 
 def test_idempotent():
-    once, _ = patch.patch_source(FULL)
+    once, dummy = patch.patch_source(FULL)
     twice, patched = patch.patch_source(once)
     assert twice == once
     assert patched == []
@@ -177,7 +177,7 @@ def _ansible_python():
 def _module(tmp_path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    out = subprocess.run([_ansible_python(), MODULE_PATH, str(argfile)], capture_output=True, text=True)
+    out = subprocess.run([_ansible_python(), MODULE_PATH, str(argfile)], capture_output=True, text=True, check=False)
     return json.loads(out.stdout)
 
 

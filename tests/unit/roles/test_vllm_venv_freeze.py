@@ -5,7 +5,6 @@ virtualenvs: a venv that cannot list what it holds must stop the run (an empty f
 
 import os
 import subprocess
-import sys
 import venv
 
 import pytest

@@ -2,7 +2,6 @@
 """sparkfleet.gb10.vllm_venv creates its virtualenv with vllm_venv_python and recreates it when the
 existing one was made from another Python major.minor: run by ansible-playbook on localhost, real venvs."""
 
-import os
 import sys
 
 from ansible_local import local_playbook  # tests/unit/ansible_local.py
@@ -27,7 +26,7 @@ WANT = "%d.%d" % sys.version_info[:2]
 
 def _run(tmp_path, venv_path):
     proc = local_playbook(tmp_path, PLAY, extra_vars={"vllm_venv_python": sys.executable, "vllm_venv_path": venv_path,
-                                                       "vllm_venv_wheelhouse": ""})
+                                                      "vllm_venv_wheelhouse": ""})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

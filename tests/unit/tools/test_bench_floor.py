@@ -27,12 +27,12 @@ def test_tally_of_a_recorded_preflight():
     per_host, module_tasks = bench_floor.tally(runner_events.load_events(RECORDED))
     assert per_host["spark-1"]["module"] == 1 and per_host["spark-2"]["module"] == 1
     assert per_host["spark-1"]["controller"] == 4 and per_host["spark-2"]["controller"] == 3
-    assert sorted(task for _, _, task, _ in module_tasks) == ["Gather GB10 facts", "Gather GB10 facts"]
+    assert sorted(task for dummy, dummy, task, dummy in module_tasks) == ["Gather GB10 facts", "Gather GB10 facts"]
 
 
 def test_loop_items_count_as_calls_and_skipped_items_do_not():
     event = {"event": "runner_on_ok", "event_data": {"host": "h", "task": "t", "task_action": "ansible.builtin.file",
-                                                       "duration": 2.0, "res": {"results": [{}, {"skipped": True}, {}]}}}
+                                                     "duration": 2.0, "res": {"results": [{}, {"skipped": True}, {}]}}}
     per_host, module_tasks = bench_floor.tally([event, {"event": "runner_on_skipped", "event_data": {"host": "h"}}])
     assert per_host["h"] == {"module": 2, "skipped": 1}
     assert module_tasks == [(2.0, "h", "t", 2)]
@@ -41,9 +41,9 @@ def test_loop_items_count_as_calls_and_skipped_items_do_not():
 def test_copy_and_template_are_two_calls_each():
     def ok(action, res):
         return {"event": "runner_on_ok", "event_data": {"host": "h", "task": action, "task_action": action,
-                                                          "duration": 1.0, "res": res}}
-    per_host, _ = bench_floor.tally([ok("ansible.builtin.template", {}), ok("copy", {"results": [{}, {}]}),
-                                     ok("ansible.builtin.stat", {})])
+                                                        "duration": 1.0, "res": res}}
+    per_host, dummy = bench_floor.tally([ok("ansible.builtin.template", {}), ok("copy", {"results": [{}, {}]}),
+                                         ok("ansible.builtin.stat", {})])
     assert per_host["h"]["module"] == 2 + 4 + 1
 
 

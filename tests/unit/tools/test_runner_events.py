@@ -182,7 +182,6 @@ def test_bench_changed_of_a_run_without_stats_says_so():
     assert bench.changed_total({}) == "?"
 
 
-
 def test_bench_names_the_changed_tasks(passing_run):
     assert bench.changed_tasks(passing_run.events) == []
     events = copy.deepcopy(passing_run.events)

@@ -54,7 +54,8 @@ def test_plain_data_drops_tags_and_keeps_values():
     assert plain == {"spark-1": {"nodes": ["spark-1", "spark-2"], "port": 8000, "ok": True, "ratio": 0.5,
                                  "none": None, "pair": ["a", "b"]}}
     assert not _tagged(plain)
-    assert type(plain["spark-1"]["ok"]) is bool and type(list(plain)[0]) is str
+    # The exact types: a tagged str subclass would pass isinstance().
+    assert type(plain["spark-1"]["ok"]) is bool and type(list(plain)[0]) is str  # pylint: disable=unidiomatic-typecheck
 
 
 def _run_with_fact_cache(play, tmp_path, *args):
@@ -63,7 +64,7 @@ def _run_with_fact_cache(play, tmp_path, *args):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="jsonfile",
                ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache))
     proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY, str(play)]
-                          + list(args), cwd=REPO, capture_output=True, text=True, env=env)
+                          + list(args), cwd=REPO, capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return cache
 

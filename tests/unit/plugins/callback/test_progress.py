@@ -1,13 +1,9 @@
 # -*- coding: utf-8 -*-
 """The progress callback: a heartbeat line while a task still waits for hosts, silence otherwise."""
 
-import os
-import sys
-
 from ansible_collections.sparkfleet.gb10.plugins.callback import progress
 
 from ansible_local import local_playbook  # tests/unit/ansible_local.py
-
 
 
 class Clock:

@@ -20,8 +20,8 @@ STAMP = {
 TESTS = {"revision": "git:" + "b" * 40, "make_args": ["MPI=0"]}
 
 
-def host(address="192.168.100.10", enabled=True, tests=TESTS, **stamp):
-    return {"stamp": dict(STAMP, **stamp), "tests": tests, "address": address, "enabled": enabled}
+def host(address="192.168.100.10", enabled=True, tests=None, **stamp):
+    return {"stamp": dict(STAMP, **stamp), "tests": TESTS if tests is None else tests, "address": address, "enabled": enabled}
 
 
 def test_registered():

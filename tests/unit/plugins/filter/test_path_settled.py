@@ -16,7 +16,7 @@ GROUP = grp.getgrgid(os.getgid())[0]
 
 
 def seen(path):
-    files, _, _ = host_read.read_all([{"path": str(path)}], [], None)
+    files, dummy, dummy = host_read.read_all([{"path": str(path)}], [], None)
     return files[str(path)]
 
 

@@ -297,7 +297,7 @@ def test_extra_args_are_read_as_the_parser_reads_them(extra, says):
 
 def test_unmanaged_extra_args_pass_in_either_spelling():
     assert run(base(extra_args=["--disable_log_stats", "--max-logprobs=5"]))[-2:] == ["--disable_log_stats",
-                                                                                    "--max-logprobs=5"]
+                                                                                      "--max-logprobs=5"]
 
 
 def test_tp2_without_nodes_suggests_nodes_and_tp1_only_where_the_model_fits():

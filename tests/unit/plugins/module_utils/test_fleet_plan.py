@@ -313,14 +313,14 @@ def test_unit_prefix_executor_and_address_fallback():
               {"name": "solo"}]
     got = fp.services("a", models, executor="mp", address_of=lambda h: None, unit_prefix="u-", vllm_bin="/v/bin/vllm")
     assert [(s["name"], s["unit"], s["rank"], s["executor"]) for s in got] == [("m", "u-m", 0, "mp"),
-                                                                            ("solo", "u-solo", 0, "mp")]
+                                                                               ("solo", "u-solo", 0, "mp")]
     assert got[0]["cluster"] == {"executor": "mp", "nnodes": 2, "node_rank": 0, "master_port": 29501,
                                  "master_addr": None, "vllm_bin": "/v/bin/vllm"}
     assert "master_addr" not in got[1]["cluster"]
     # The filter falls back to this host's address when the first node's is not known.
     got = plan_filter.fleet_services(models, "b", {"a": {}}, executor="mp", address="10.0.0.2")
     assert [(s["name"], s["rank"], s["master_addr"]) for s in got] == [("m", 1, "10.0.0.2"), ("r", 0, "10.0.0.2"),
-                                                                    ("solo", 0, None)]
+                                                                       ("solo", 0, None)]
     got = plan_filter.fleet_services(models, "b", {"a": {"sparkfleet_fabric_address": "10.0.0.1"}})
     assert got[0]["master_addr"] == "10.0.0.1"
 
@@ -376,7 +376,7 @@ def test_the_dashboard_port_has_one_home():
         plan_filter.ray_head_port("h", {"h": {}}, "nonsense")
     fleet = {"a": {"group_names": ["sparks", "ray_head"], "ray_head_ports": {"gcs": 7000, "dashboard": 9265}},
              "b": {"group_names": ["sparks", "ray_workers"]}}
-    (cluster,) = fp.ray_clusters(fleet).values()
+    (cluster,) = list(fp.ray_clusters(fleet).values())
     assert (cluster["gcs_port"], cluster["dashboard_port"]) == (7000, 9265)
 
 
@@ -402,7 +402,7 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
     assert pre.plan_memory(plan, fleet, memory_split) == []
     assert sorted(calls) == [("a", ["big"]), ("b", ["big", "small"])]
     assert [plan["hosts"][h]["memory"] for h in "abcd"] == [{"host": "a"}, {"host": "b"}, None, None]
-    assert all("nodes" not in e and "executor" not in e for _, entries in calls for e in entries)
+    assert all("nodes" not in e and "executor" not in e for dummy, entries in calls for e in entries)
     # With the real filter: what the demo report shows.
     real = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
     assert pre.plan_memory(real, fleet, CHECKS["gpu_memory_utilization"]) == []
@@ -414,7 +414,7 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
 
     found = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet, too_big)
     assert [(f.host, f.variable, f.value) for f in found] == [("a", "sparkfleet_models", ["big"]),
-                                                             ("b", "sparkfleet_models", ["big", "small"])]
+                                                              ("b", "sparkfleet_models", ["big", "small"])]
 
 
 def test_two_models_on_one_spark_run_with_the_shares_preflight_computed():

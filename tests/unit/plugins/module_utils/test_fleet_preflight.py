@@ -94,7 +94,7 @@ from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_args import check_e
 
 UTIL = {"ceiling": 0.90, "default": 0.87}
 GB10 = {"memory": {"mem_total_bytes": 130663641088}, "driver": {"nvidia_smi_version": "580.142",
-                                                               "kernel_module_version": "580.142"}}
+                                                                "kernel_module_version": "580.142"}}
 
 
 def _models(fleet):
@@ -413,9 +413,9 @@ def test_the_gates_call_an_api_where_it_binds():
 
 
 # ----------------------------------------------------------- declared weights against the host's share
-def _weights_fleet(entry, gb10=GB10):
+def _weights_fleet(entry, gb10=None):
     return {"a": dict(_host("192.168.100.10", [dict({"name": "big", "model": "org/big"}, **entry)]),
-                      ansible_facts={"gb10": gb10})}
+                      ansible_facts={"gb10": GB10 if gb10 is None else gb10})}
 
 
 def test_weights_larger_than_the_share_are_refused_without_the_sizing_keys():

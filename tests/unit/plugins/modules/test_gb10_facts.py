@@ -17,7 +17,7 @@ REPO = os.path.abspath(os.path.join(FIXTURES, "..", "..", ".."))
 
 def run(argv):
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env={"PATH": os.environ["PATH"], "LC_ALL": "C"})
+        proc = subprocess.run(argv, capture_output=True, text=True, env={"PATH": os.environ["PATH"], "LC_ALL": "C"}, check=False)
     except OSError as exc:
         return 127, "", str(exc)
     return proc.returncode, proc.stdout, proc.stderr
@@ -294,17 +294,17 @@ def test_fixtures_are_generated_from_generate_py(tmp_path):
     # generate.py takes the real cuobjdump recording from the GPU host's fixtures beside it.
     shutil.copytree(os.path.join(FIXTURES, "..", "gpu"), str(tmp_path / "gpu"))
     subprocess.check_call([sys.executable, str(copy / "generate.py")], stdout=subprocess.DEVNULL)
-    diff = subprocess.run(["diff", "-r", "-x", "__pycache__", FIXTURES, str(copy)], capture_output=True, text=True)
+    diff = subprocess.run(["diff", "-r", "-x", "__pycache__", FIXTURES, str(copy)], capture_output=True, text=True, check=False)
     assert diff.returncode == 0, diff.stdout[:2000]
 
 
 def test_module_end_to_end_check_mode():
     root = os.path.join(FIXTURES, "nominal")
     args = " ".join("%s=%s" % (k, v) for k, v in params_for(root).items() if k not in ("nccl_library_paths",
-                                                                                          "netdev_pattern"))
+                                                                                       "netdev_pattern"))
     proc = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible"), "localhost", "--check", "-o",
                            "-m", "sparkfleet.gb10.gb10_facts", "-a", args],
-                          cwd=REPO, capture_output=True, text=True)
+                          cwd=REPO, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert '"changed": false' in proc.stdout and '"ACTIVE"' in proc.stdout
 

@@ -28,7 +28,7 @@ def entries(tmp_path):
 
 
 def test_first_run_creates_each_entry_and_reports_it(tmp_path):
-    results, _ = m.settle_all(entries(tmp_path))
+    results, dummy = m.settle_all(entries(tmp_path))
     assert [r["changed"] for r in results] == [True, True, True, True, False]
     assert [r["what"] for r in results] == [["created"], ["created"], ["created"], ["created"], []]
     assert mode_of(tmp_path / "etc") == 0o750
@@ -69,7 +69,7 @@ def test_only_what_differs_is_reported(tmp_path):
 def test_the_summary_answers_by_path(tmp_path):
     m.settle_all(entries(tmp_path))
     (tmp_path / "etc" / "a.conf").write_text("a=0\n")
-    results, _ = m.settle_all(entries(tmp_path))
+    results, dummy = m.settle_all(entries(tmp_path))
     out = m.summary(results)
     a_conf = str(tmp_path / "etc" / "a.conf")
     assert out["changed"] is True
@@ -84,7 +84,7 @@ def test_content_change_keeps_unmanaged_attributes(tmp_path):
     path = tmp_path / "f"
     path.write_text("old\n")
     os.chmod(str(path), 0o604)
-    results, _ = m.settle_all([{"path": str(path), "content": "new\n"}])
+    results, dummy = m.settle_all([{"path": str(path), "content": "new\n"}])
     assert results[0]["what"] == ["content"]
     assert path.read_text() == "new\n"
     assert mode_of(path) == 0o604
@@ -124,8 +124,8 @@ def test_a_file_that_fails_its_check_never_lands(tmp_path):
 
 def test_a_file_that_passes_its_check_lands(tmp_path):
     path = tmp_path / "table.nft"
-    results, _ = m.settle_all([{"path": str(path), "content": "ok\n", "validate": "true %s"}],
-                              run=lambda argv: (0, "", ""))
+    results, dummy = m.settle_all([{"path": str(path), "content": "ok\n", "validate": "true %s"}],
+                                  run=lambda argv: (0, "", ""))
     assert results[0]["changed"] and path.read_text() == "ok\n"
 
 
@@ -175,7 +175,7 @@ def test_check_mode_reports_an_entry_of_an_account_not_made_yet_as_a_change(tmp_
     existing.mkdir() if state == "directory" else existing.write_text("1")
     for path in (tmp_path / "new", existing):
         entry = dict(who, path=str(path), state=state, **({"content": "1"} if state == "file" else {}))
-        results, _ = m.settle_all([entry], check=True)
+        results, dummy = m.settle_all([entry], check=True)
         assert results[0]["changed"], results
         assert results[0]["what"] == (["created"] if path.name == "new" else [next(iter(who))]), results
     assert not (tmp_path / "new").exists()
@@ -196,15 +196,15 @@ def test_relative_paths_are_refused():
 def test_a_link_is_repointed(tmp_path):
     link = tmp_path / "l"
     os.symlink("old", str(link))
-    results, _ = m.settle_all([{"path": str(link), "state": "link", "src": "new"}])
+    results, dummy = m.settle_all([{"path": str(link), "state": "link", "src": "new"}])
     assert results[0]["what"] == ["target"] and os.readlink(str(link)) == "new"
 
 
 def test_numeric_owner_and_group_are_accepted(tmp_path):
     path = tmp_path / "f"
-    results, _ = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
+    results, dummy = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
     assert results[0]["changed"] and os.stat(str(path)).st_uid == UID
-    again, _ = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
+    again, dummy = m.settle_all([{"path": str(path), "content": "1", "owner": str(UID), "group": str(GID)}])
     assert not again[0]["changed"]
 
 
@@ -216,14 +216,14 @@ def test_a_missing_directory_is_named(tmp_path):
 def test_backup_keeps_the_old_content_only_when_it_changes(tmp_path):
     path = tmp_path / "table.nft"
     entry = {"path": str(path), "content": "new\n", "backup": True}
-    created, _ = m.settle_all([entry])
+    created, dummy = m.settle_all([entry])
     assert "backup_file" not in created[0]  # nothing to keep for a new file
     path.write_text("old\n")
-    changed, _ = m.settle_all([entry])
+    changed, dummy = m.settle_all([entry])
     backup = changed[0]["backup_file"]
     assert backup.startswith(str(path) + ".") and backup.endswith("~")
     assert open(backup).read() == "old\n" and path.read_text() == "new\n"
-    again, _ = m.settle_all([entry])
+    again, dummy = m.settle_all([entry])
     assert "backup_file" not in again[0] and not again[0]["changed"]
 
 
@@ -231,9 +231,9 @@ def test_force_lets_a_link_replace_a_file_but_never_a_directory(tmp_path):
     bundled = tmp_path / "ptxas"
     bundled.write_text("bundled binary")
     entry = {"path": str(bundled), "state": "link", "src": "/usr/local/cuda/bin/ptxas", "force": True}
-    results, _ = m.settle_all([entry])
+    results, dummy = m.settle_all([entry])
     assert results[0]["what"] == ["replaced"] and os.readlink(str(bundled)) == "/usr/local/cuda/bin/ptxas"
-    again, _ = m.settle_all([entry])
+    again, dummy = m.settle_all([entry])
     assert not again[0]["changed"]
     with pytest.raises(m.SettleError, match="is a directory"):
         m.settle_all([dict(entry, path=str(tmp_path))])
@@ -245,10 +245,10 @@ def test_a_link_to_a_directory_stands_for_the_directory(tmp_path):
     os.chmod(str(disk), 0o700)
     store = tmp_path / "models"
     os.symlink(str(disk), str(store))
-    results, _ = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
+    results, dummy = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
     assert results[0]["what"] == ["mode"]
     assert os.path.islink(str(store)) and mode_of(disk) == 0o755
-    again, _ = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
+    again, dummy = m.settle_all([{"path": str(store), "state": "directory", "mode": "0755"}])
     assert not again[0]["changed"]
     os.symlink(str(tmp_path / "nowhere"), str(tmp_path / "dangling"))
     with pytest.raises(m.SettleError, match="is not a directory"):
@@ -269,7 +269,7 @@ def test_a_failure_beside_a_secret_names_the_path_and_masks_the_secret(tmp_path)
         {"path": str(tmp_path / "token"), "content": secret, "mode": "0600", "secret": True}]}}
     collections = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "collections")
     proc = subprocess.run([sys.executable, "-m", "ansible_collections.sparkfleet.gb10.plugins.modules.host_files"],
-                          input=json.dumps(args), capture_output=True, text=True, cwd=collections)
+                          input=json.dumps(args), capture_output=True, text=True, cwd=collections, check=False)
     result = json.loads(proc.stdout)
     assert result["failed"] is True
     assert str(tmp_path / "conf") in result["msg"]
@@ -315,6 +315,6 @@ def test_a_caller_with_failed_when_false_sees_a_failure_by_its_msg(tmp_path):
     proc = subprocess.run([os.path.join(repo, ".venv", "bin", "ansible-playbook"), "-c", "local", "-i", "localhost,",
                            "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
                           capture_output=True, text=True, cwd=repo,
-                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(repo, "ansible.cfg")))
+                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(repo, "ansible.cfg")), check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "tok-3f9a1c7d" not in proc.stdout

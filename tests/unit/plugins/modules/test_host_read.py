@@ -31,7 +31,7 @@ def test_each_path_is_described(tmp_path):
     os.chmod(str(tmp_path / "tool"), 0o755)
     os.symlink(str(tmp_path / "stamp.json"), str(tmp_path / "link"))
     os.symlink(str(tmp_path / "nowhere"), str(tmp_path / "dangling"))
-    files, commands, _ = m.read_all([
+    files, commands, dummy = m.read_all([
         {"path": str(tmp_path / "stamp.json"), "content": True},
         {"path": str(tmp_path / "dir"), "content": True},
         {"path": str(tmp_path / "link")},
@@ -61,14 +61,14 @@ def test_each_path_is_described(tmp_path):
 
 def test_undecodable_bytes_do_not_fail_the_read(tmp_path):
     (tmp_path / "bin").write_bytes(b"ok \xff\xfe end")
-    files, _, _ = m.read_all([{"path": str(tmp_path / "bin"), "content": True}], [], run_command)
+    files, dummy, dummy = m.read_all([{"path": str(tmp_path / "bin"), "content": True}], [], run_command)
     assert files[str(tmp_path / "bin")]["content"].startswith("ok ")
     assert files[str(tmp_path / "bin")]["content"].endswith(" end")
 
 
 def test_commands_answer_by_name_in_order(tmp_path):
     log = tmp_path / "order"
-    _, commands, _ = m.read_all([], [
+    dummy, commands, dummy = m.read_all([], [
         {"name": "first", "argv": [sys.executable, "-c", "open(%r, 'a').write('1'); print('one'); print('two')" % str(log)]},
         {"name": "fails", "argv": [sys.executable, "-c", "import sys; open(%r, 'a').write('2'); sys.stderr.write('bad\\n'); sys.exit(3)" % str(log)]},
         {"name": "here", "argv": [sys.executable, "-c", "import os; print(os.getcwd())"], "chdir": str(tmp_path)},
@@ -82,7 +82,7 @@ def test_commands_answer_by_name_in_order(tmp_path):
 
 
 def test_a_missing_program_is_an_answer():
-    _, commands, _ = m.read_all([], [{"name": "nvcc", "argv": ["/nonexistent/bin/nvcc", "--version"]}], run_command)
+    dummy, commands, dummy = m.read_all([], [{"name": "nvcc", "argv": ["/nonexistent/bin/nvcc", "--version"]}], run_command)
     assert commands["nvcc"]["rc"] == m.NOT_RUNNABLE
     assert commands["nvcc"]["stdout"] == ""
     assert "nvcc" in commands["nvcc"]["stderr"]
@@ -114,7 +114,7 @@ def test_globs_list_the_regular_files_they_match(tmp_path):
         (tmp_path / name).write_text("[Unit]\n")
     (tmp_path / "sparkfleet-vllm-dir.service").mkdir()
     os.symlink("/dev/null", str(tmp_path / "sparkfleet-vllm-masked.service"))
-    _, _, globs = m.read_all([], [], run_command, globs=[
+    dummy, dummy, globs = m.read_all([], [], run_command, globs=[
         {"name": "units", "pattern": str(tmp_path / "sparkfleet-vllm-*.service")},
         {"name": "none", "pattern": str(tmp_path / "sparkfleet-headwatch-*.service")},
     ])

@@ -162,7 +162,7 @@ def test_a_second_answer_that_differs_fails_the_determinism_check():
     result, failure = _gate(_asker(lambda prompt, nth: " four five six" if nth == 0 or prompt != PROMPT
                                    else " four five seven"))
     assert result["deterministic"] is False and result["determinism"]["answers"] == [" four five six",
-                                                                                      " four five seven"]
+                                                                                     " four five seven"]
     assert "gave two different answers to the same greedy prompt" in failure and result["summary"] == "answers differ"
     assert 'first  -> "four five six"' in failure and 'second -> "four five seven"' in failure
     assert "VLLM_MARLIN_USE_ATOMIC_ADD=1" in failure and "idle" in failure
