@@ -15,10 +15,15 @@ Faults (``--faults`` picks; all by default, in this order):
   start-limit-hit) with no process and no memory left in its cgroup, and the health
   probe's metric must say failed. Then the drop-in is removed and the unit started: the
   recovery is timed like the others.
+- ``memory-pressure``: unified memory runs out on the head; the memory guard (earlyoom, role memory_guard) must
+  kill a vLLM process, nothing else, while the host keeps answering, and systemd restart the unit; recovered when
+  a completion answers. The eater is bounded by a cgroup limit and earlyoom reads a simulated Spark's meminfo, never
+  the test machine's: see tools/chaos_memory.py.
 - ``host-restart``: ``docker restart`` of the follower's container (a reboot); recovered when
   a completion answers and both Ray members are alive, with the fabric address and MTU back,
   the firewall table loaded, the firewall before the network and the Ray worker, the
-  network before vLLM, and the NVIDIA device-node unit before vLLM and the Ray worker. A container gets docker's interface name at each start where a Spark's udev gives
+  network before vLLM, and the NVIDIA device-node unit before vLLM and the Ray worker. A container gets docker's
+  interface name at each start where a Spark's udev gives
   the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
 - ``member-away``: the follower's container stopped for longer than the head's start-limit
@@ -38,6 +43,10 @@ Faults (``--faults`` picks; all by default, in this order):
   requests on spark-1 during the whole roll, spark-1's vLLM process untouched (same MainPID,
   no restart) and spark-2's restarted with the new setting. The fleet is then put back to
   ``inventories/sim`` (what ``make demo`` left). The time is the roll's.
+- ``os-update``: ``playbooks/os_update.yml`` rolls a kernel update (stand-in packages) through both hosts of
+  ``inventories/sim-independent``, one at a time, ``docker restart`` as the reboot, while the other host serves a
+  bounded load: zero failed requests, the other host's vLLM untouched, the updated host on the new kernel and
+  serving. See tools/chaos_os_update.py.
 
 Each fault starts from a serving fleet whose vLLM units' start counters are cleared
 (``systemctl reset-failed``), so faults do not add up towards a unit's StartLimitBurst.
@@ -57,6 +66,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import yaml
 
@@ -69,6 +79,8 @@ sys.path.insert(0, os.path.join(REPO, "collections"))
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default  # noqa: E402
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
+import chaos_memory  # noqa: E402  tools/, beside this file
+import chaos_os_update  # noqa: E402  tools/, beside this file
 VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
 UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
 RAY_HEAD = fleet_default("ray_head_unit") + ".service"
@@ -79,7 +91,8 @@ RAY_DASHBOARD_PORT = fleet_plan.head_port("dashboard")
 RAY_TOKEN_FILE = fleet_default("ray_auth_token_file")
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
-FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "host-restart", "member-away", "rolling-update")
+FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "memory-pressure", "host-restart",
+          "member-away", "rolling-update", "os-update")
 # member-away, scaled down for the sim (seconds): how long a head start may wait for its member,
 # the start-limit window and burst, the retry timer's wait, and how long the member stays away.
 AWAY_WAIT, AWAY_WINDOW, AWAY_BURST, AWAY_RETRY, AWAY_FOR = 40, 240, 2, 45, 300
@@ -187,7 +200,7 @@ def sh(host, command, env=None, check=False, timeout=120, script=None, stdin=Non
     argv += [host] + (["python3", "-"] if script is not None else ["bash", "-c", command])
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           input=script if script is not None else stdin,
-                          env=dict(os.environ, **(env or {})))
+                          env=dict(os.environ, **(env or {})), check=False)
     if check and proc.returncode != 0:
         raise SystemExit("chaos: %s: %s failed (rc %d): %s" % (host, command, proc.returncode, proc.stderr.strip()))
     return proc
@@ -329,15 +342,15 @@ def record(rows, path):
     os.replace(path + ".tmp", path)
 
 
-def name_fabric_port_at_boot():
-    """Install the sim stand-in that names the follower's fabric port at boot (see RENAME_SCRIPT)."""
-    networks = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .NetworkSettings.Networks}}", FOLLOWER],
+def name_fabric_port_at_boot(host=FOLLOWER):
+    """Install the sim stand-in that names HOST's fabric port at boot (see RENAME_SCRIPT)."""
+    networks = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .NetworkSettings.Networks}}", host],
                                          capture_output=True, text=True, check=True).stdout)
     macs = [n["MacAddress"] for name, n in networks.items() if name != "bridge"]
-    sh(FOLLOWER, "cat > /usr/local/sbin/sparkfleet-sim-fabric-name && chmod 0755 /usr/local/sbin/sparkfleet-sim-fabric-name",
+    sh(host, "cat > /usr/local/sbin/sparkfleet-sim-fabric-name && chmod 0755 /usr/local/sbin/sparkfleet-sim-fabric-name",
        check=True, stdin=RENAME_SCRIPT % {"name": FABRIC_IFNAME, "mac": macs[0]})
-    sh(FOLLOWER, "cat > /etc/systemd/system/sparkfleet-sim-fabric-name.service && systemctl daemon-reload && "
-                 "systemctl enable sparkfleet-sim-fabric-name.service", check=True, stdin=RENAME_UNIT)
+    sh(host, "cat > /etc/systemd/system/sparkfleet-sim-fabric-name.service && systemctl daemon-reload && "
+             "systemctl enable sparkfleet-sim-fabric-name.service", check=True, stdin=RENAME_UNIT)
 
 
 def journal_count(host, unit, since, words):
@@ -386,7 +399,7 @@ def fault_member_away(key, limit, problems):
     detail = ("%s stopped %.0f s (window %d s, burst %d, a start gives up after %d s, retry after %d s: runtime "
               "drop-ins); the head hit its start limit after %s s, %d start(s), %d by its retry timer; after the "
               "member's start a completion answered" % (FOLLOWER, away, AWAY_WINDOW, AWAY_BURST, AWAY_WAIT, AWAY_RETRY,
-                                                         "?" if limited is None else "%.0f" % limited, starts, retried))
+                                                        "?" if limited is None else "%.0f" % limited, starts, retried))
     return (None if seconds is None else time.monotonic() - start), detail
 
 
@@ -423,7 +436,7 @@ def playbook(name, *args):
     start = time.monotonic()
     with open(os.path.join(LOGS, name + ".log"), "w") as log:
         proc = subprocess.run(["ansible-playbook"] + list(args), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
+                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")), check=False)
     return proc.returncode, time.monotonic() - start
 
 
@@ -514,7 +527,7 @@ def fault_rolling_update(problems):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--limit", type=float, default=600.0, help="seconds each fault may take to recover")
     parser.add_argument("--results", default=RESULTS, help="markdown file whose '%s' section is replaced" % SECTION)
@@ -544,16 +557,26 @@ def main(argv=None):
             seconds, what = fault_ray_head(key, args.limit)
         elif fault == "crash-loop":
             seconds, what = fault_crash_loop(key, args.limit, problems)
+        elif fault == "memory-pressure":
+            seconds, what = chaos_memory.fault_memory_pressure(types.SimpleNamespace(
+                sh=sh, show=show, wait=wait, serving=serving, host=HEAD, unit=UNIT, ray_head=RAY_HEAD),
+                key, args.limit, problems)
         elif fault == "host-restart":
             seconds, what = fault_host_restart(key, args.limit, problems)
         elif fault == "member-away":
             seconds, what = fault_member_away(key, args.limit, problems)
+        elif fault == "os-update":
+            seconds, what = chaos_os_update.fault_os_update(types.SimpleNamespace(
+                sh=sh, show=show, playbook=playbook, controller_key=controller_key,
+                name_fabric_port_at_boot=name_fabric_port_at_boot, repo=REPO, head=HEAD, follower=FOLLOWER,
+                independent=INDEPENDENT, demo_inventory=DEMO_INVENTORY, models=INDEPENDENT_MODELS,
+                unit_prefix=VLLM_UNIT_PREFIX, load=LOAD, load_stop=LOAD_STOP, load_pause=LOAD_PAUSE_S), problems)
         else:
             seconds, what = fault_rolling_update(problems)
         if seconds is None:
             problems.append("%s: not recovered within %.0f s" % (fault, args.limit))
         rows.append("| %s | %s | %s | %s |" % (fault, "not recovered" if seconds is None else "%.0f s" % seconds,
-                                                today, what))
+                                               today, what))
         print(rows[-1], flush=True)
     record(rows, args.results)
     for problem in problems:

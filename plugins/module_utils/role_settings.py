@@ -70,7 +70,7 @@ def check_each(judge, *targets):
 
 def variables(role):
     """Every variable the checks of ``role`` read, sorted."""
-    return sorted(set(name for names, _, _ in CHECKS.get(role, ()) for name in names))
+    return sorted(set(name for names, _optional, _function in CHECKS.get(role, ()) for name in names))
 
 
 def roles():
@@ -279,6 +279,59 @@ def _health_listen(listen, fabric, node_exporter):
         return [Problem("fleet_health_node_exporter_address", listen, "is the host's fabric address: node_exporter "
                         "would answer on the fabric", "set the host's management address")]
     return []
+
+
+# ------------------------------------------------------------------ memory_guard
+
+@check("memory_guard", "memory_guard_term_percent", "memory_guard_kill_percent",
+       optional=("memory_guard_term_percent", "memory_guard_kill_percent"))
+def _guard_percents(term, kill):
+    """Both thresholds below the headroom the gpu-memory-utilization ceiling leaves (rule memory_guard): above it
+    the guard would kill a service that runs at the ceiling as the rule book allows. Unset: the rule book's."""
+    term = rulebook.setting("memory_guard_term_percent") if term is None else term
+    kill = rulebook.setting("memory_guard_kill_percent") if kill is None else kill
+    ceiling = rulebook.setting("gpu_memory_utilization_ceiling")
+    headroom = round((1 - ceiling) * 100, 6)
+    found = []
+    for variable, value in (("memory_guard_term_percent", term), ("memory_guard_kill_percent", kill)):
+        number = _int(value)
+        if number is None or not 0 < number < headroom:
+            found.append(Problem(variable, value, "must be a whole percent above 0 and below %g, the headroom the "
+                                 "gpu-memory-utilization ceiling %g leaves (rule memory_guard): at or above it the guard "
+                                 "kills vLLM running at the ceiling" % (headroom, ceiling),
+                                 "leave it unset (the rule book's %s)" % rulebook.setting(variable)))
+    if not found and _int(kill) > _int(term):
+        found.append(Problem("memory_guard_kill_percent", kill, "is above memory_guard_term_percent %s: SIGKILL would "
+                             "come before SIGTERM" % term, "make it at most memory_guard_term_percent"))
+    return found
+
+
+@check("memory_guard", "memory_guard_swap_percent")
+def _guard_swap(percent):
+    number = _int(percent)
+    if number is not None and 0 <= number <= 100:
+        return []
+    return [Problem("memory_guard_swap_percent", percent, "is no percent (0-100)",
+                    "leave it unset (the rule book's %s: memory alone decides)" % rulebook.setting("memory_guard_swap_percent"))]
+
+
+def _guard_regex(variable, value):
+    """A process-name pattern earlyoom compiles (POSIX extended; Python's re reads the same subset used here) with no
+    whitespace (systemd splits the unit's $EARLYOOM_ARGS at whitespace)."""
+    if not isinstance(value, str) or not value.strip():
+        return [Problem(variable, value, "must be a non-empty regular expression of process names",
+                        "leave it unset (the rule book's)")]
+    if re.search(r"\s", value):
+        return [Problem(variable, value, "holds whitespace: process names (/proc/PID/comm) are matched, and earlyoom's "
+                        "unit splits its arguments at whitespace", "remove the whitespace (a comm name holds none)")]
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return [Problem(variable, value, "is no regular expression (%s)" % exc, "leave it unset (the rule book's)")]
+    return []
+
+
+check_each(_guard_regex, ("memory_guard", "memory_guard_prefer"), ("memory_guard", "memory_guard_avoid"))
 
 
 # ------------------------------------------------------------------ model_store

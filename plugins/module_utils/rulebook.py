@@ -29,6 +29,19 @@ S004 = "004_c6b85e69869f3af9.txt"  # native vLLM installer for GB10 (8 fixes)
 
 SOURCES = (S000, S001, S002, S003, S004)
 
+# Field reports from Spark owners, for facts the source documents do not cover (kernels that came after them).
+# Each names the machines, the versions and what was seen; a rule citing one says what it concluded.
+R_KERNEL_1019_NCCL = "https://github.com/MiaAI-Lab/DeepSeek-v4.1-Flash-DGX-Sparks/issues/14"
+R_KERNEL_1019_CMA = "https://github.com/MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark/issues/259"
+R_KERNEL_1019_WEDGE = "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1358"
+
+# Sparks that lost SSH and needed a power cycle when unified memory ran out, with gpu-memory-utilization well
+# below the ceiling (rule memory_guard).
+R_UMA_HOST_WEDGE = "https://github.com/vllm-project/vllm/issues/46307"
+R_UMA_HARD_RESET = "https://github.com/NVIDIA/dgx-spark-playbooks/issues/97"
+
+FIELD_REPORTS = (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE, R_UMA_HOST_WEDGE, R_UMA_HARD_RESET)
+
 RULES_BEGIN = "<!-- rules:begin -->"
 RULES_END = "<!-- rules:end -->"
 
@@ -97,6 +110,42 @@ RULES = (
         "differs from the user-space library nvidia-smi uses until the machine reboots; "
         "CUDA then fails to initialise. Check before starting anything.",
         (S003,),
+    ),
+    Rule(
+        "kernel_updates",
+        "A kernel update must bring the NVIDIA module of the branch; known-bad kernels are refused",
+        {
+            "nvidia_kernel_module_package": "linux-modules-nvidia-{branch}-open-{kernel}",
+            "nvidia_dkms_package": "nvidia-dkms-{branch}-open",
+            "kernel_headers_package": "linux-headers-{kernel}",
+            "known_bad_kernels": [
+                {"release": "7.0.0-1019-nvidia",
+                 "why": "NCCL fails at init with 'ibv_reg_mr_iova2 ... Cannot allocate memory' on every start "
+                        "(CmaTotal 0 kB with CmaFree above it in /proc/meminfo), and Sparks wedged after "
+                        "NV_ERR_NO_MEMORY right after the NCCL rendezvous; the same hosts served on "
+                        "6.17.0-1032-nvidia with driver and NCCL unchanged",
+                 "fix": "stay on a 6.17.0 kernel (boot the installed one, hold linux-image-nvidia), or boot "
+                        "with kho=off where kexec_crash_size is 0",
+                 "sources": [R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE]},
+            ],
+            "kernel_config_checks": [
+                {"option": "CONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT", "value": "y", "unless_cmdline": "kho=off",
+                 "why": "Kexec HandOver on by default (the 7.0 kernels) leaves CmaTotal at 0 kB, and NCCL's "
+                        "ibv_reg_mr over RoCE fails with ENOMEM at every start",
+                 "fix": "add kho=off to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub and run update-grub "
+                        "(where kexec_crash_size is 0), or stay on a 6.17.0 kernel",
+                 "sources": [R_KERNEL_1019_CMA]},
+            ],
+        },
+        "The NVIDIA kernel module is built for one kernel: DGX OS ships it per kernel as its own package "
+        "(linux-modules-nvidia-<branch>-open-<kernel>), and NVIDIA's DKMS driver (nvidia-dkms-<branch>-open, "
+        "what the nvidia_driver role installs) builds it when the kernel's headers are installed. Either way an "
+        "apt upgrade can bring a new kernel while that package or those headers are phased or held back, and "
+        "after the reboot the Spark has no GPU. So an OS update proves the next boot's kernel has the module of "
+        "the pinned branch, the user-space driver's version, before it reboots. Some kernels broke NCCL over "
+        "RoCE on Sparks (field reports): an update refuses them by name, and a kernel built with Kexec HandOver "
+        "on by default unless the boot turns it off, unless the inventory says why one is accepted.",
+        (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE),
     ),
     Rule(
         "unified_memory",
@@ -609,6 +658,37 @@ RULES = (
         "workers after load (115.65GB / 121.69GB > 0.95). refresh 0 disables the monitor; "
         "threshold 1.0 disables the OOM killer if it is ever re-enabled.",
         (S003, S004),
+    ),
+    Rule(
+        "memory_guard",
+        "earlyoom kills vLLM or Ray before unified memory runs out; sshd never",
+        {
+            "memory_guard_program": "earlyoom",
+            "memory_guard_term_percent": 4,
+            "memory_guard_kill_percent": 2,
+            "memory_guard_swap_percent": 100,
+            "memory_guard_prefer": "^(VLLM::|vllm$|ray::RayWorker)",
+            "memory_guard_avoid": "^(sshd|sshd-session|systemd|systemd-.+|dbus-daemon|dbus-broker|NetworkManager|"
+                                  "agetty|earlyoom|prometheus-node)$",
+        },
+        "On unified memory gpu-memory-utilization does not bound host memory: a Spark whose vLLM outgrew it "
+        "(startup profiling at 0.70, a 131K prefill at 0.80) lost SSH and needed a power cycle instead of the "
+        "kernel killing vLLM. A userspace guard acts first: earlyoom (Ubuntu universe, Debian main), which "
+        "reads MemAvailable (which on GB10 counts CUDA's allocations: rule unified_memory sizes GPU memory "
+        "from /proc/meminfo) and needs neither swap nor cgroup v2. It sends SIGTERM at term_percent and SIGKILL at "
+        "kill_percent of MemTotal, both below the 10% the "
+        "gpu_memory_utilization ceiling leaves, so a service at the ceiling is never killed; swap_percent 100 "
+        "makes memory alone decide (thrashing swap is the freeze). It prefers (+300) vLLM's processes (vllm, "
+        "VLLM::EngineCore, VLLM::Worker_TP*) and the ray executor's GPU workers (ray::RayWorkerWrapper), "
+        "whose GPU memory is not in their oom_score (not Ray's agents: killing them frees nothing), and avoids "
+        "(-300) sshd, systemd, dbus and itself: with the kernel's oom_score (666 + the "
+        "process's share for oom_score_adj 0) an avoided process loses to every other one unless it holds "
+        "nearly half the memory. systemd restarts the killed unit (vLLM Restart=always).",
+        (R_UMA_HOST_WEDGE, R_UMA_HARD_RESET, S003),
+        decision="systemd-oomd, the other guard Ubuntu ships, kills only units that opt in (ManagedOOM*=kill) "
+        "and needs the unified cgroup hierarchy and per-cgroup PSI; earlyoom is chosen because it guards every "
+        "process by name, reads the same MemAvailable the alerts read, and is proven in the simulated fleet "
+        "(make chaos FAULTS=memory-pressure) where the cgroup hierarchy is hybrid and systemd-oomd cannot start.",
     ),
     Rule(
         "parallelism_across_nodes",

@@ -10,7 +10,8 @@ one-token completion with the endpoint's API key), each vLLM and Ray unit
 member count, the loaded kernel
 module against the user-space driver, the fabric MTU and a don't-fragment ping
 to every peer, that the kernel the next boot starts has the NVIDIA module of
-the pinned branch (an update made by hand is caught before the reboot); and
+the pinned branch (an update made by hand is caught before the reboot), the
+memory left (MemAvailable) and the memory pressure (PSI); and
 exports the last benchmark sweep (playbooks/benchmark.yml)
 where the host keeps one. It writes the results as Prometheus text-format metrics into
 node_exporter's textfile directory, atomically (temporary file + rename), and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import calendar
 import json
+import math
 import os
 import re
 import signal
@@ -70,6 +72,14 @@ METRICS = {
                                                      "roofline (absent for simulated figures)."),
     "sparkfleet_benchmark_timestamp_seconds": ("gauge", "Unix time of the last benchmark sweep of the model; label "
                                                         "form: spark or simulated."),
+    "sparkfleet_memory_total_bytes": ("gauge", "MemTotal of /proc/meminfo: on GB10 the unified pool CPU and GPU share."),
+    "sparkfleet_memory_available_bytes": ("gauge", "MemAvailable of /proc/meminfo: what can still be allocated without "
+                                                   "swapping; the memory guard acts below its percent of MemTotal."),
+    "sparkfleet_memory_pressure_ratio": ("gauge", "Share of time (0-1) tasks stalled on memory (/proc/pressure/memory "
+                                                  "avg10/avg60/avg300, label window in seconds); kind some: at least "
+                                                  "one task, full: every non-idle task at once."),
+    "sparkfleet_memory_pressure_stalled_seconds_total": ("counter", "Seconds tasks stalled on memory since boot "
+                                                                    "(/proc/pressure/memory total), by kind."),
 }
 
 PROC_VERSION_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
@@ -91,7 +101,7 @@ def format_value(value):
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if value != value:  # NaN
+        if math.isnan(value):
             return "NaN"
         return repr(value)
     raise ValueError("metric value %r is not a number" % (value,))
@@ -383,6 +393,62 @@ def benchmark_samples(sweep):
     return samples
 
 
+def parse_meminfo(text):
+    """{field: value} of /proc/meminfo, in bytes for the fields given in kB (counts such as HugePages_Total as they
+    are)."""
+    found = {}
+    for line in text.splitlines():
+        name, _sep, rest = line.partition(":")
+        parts = rest.split()
+        if not name or not parts or not parts[0].isdigit():
+            continue
+        found[name.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    return found
+
+
+def parse_pressure(text):
+    """{kind: {"avg10": ratio, "avg60": ratio, "avg300": ratio, "total": seconds}} of a /proc/pressure file (PSI:
+    avgN are percents of time, total is microseconds)."""
+    found = {}
+    for line in text.splitlines():
+        kind, _sep, rest = line.strip().partition(" ")
+        if kind not in ("some", "full"):
+            continue
+        fields = dict(pair.split("=", 1) for pair in rest.split() if "=" in pair)
+        try:
+            values = dict(("avg%s" % window, float(fields["avg%s" % window]) / 100.0) for window in (10, 60, 300))
+            values["total"] = int(fields["total"]) / 1e6
+        except (KeyError, ValueError):
+            continue
+        found[kind] = values
+    return found
+
+
+def memory_samples(meminfo, pressure):
+    """Samples of the host's memory: MemTotal and MemAvailable (when present) and memory PSI by kind and window."""
+    samples = []
+    for field, name in (("MemTotal", "sparkfleet_memory_total_bytes"),
+                        ("MemAvailable", "sparkfleet_memory_available_bytes")):
+        if field in meminfo:
+            samples.append((name, {}, meminfo[field]))
+    for kind in sorted(pressure):
+        for window in (10, 60, 300):
+            samples.append(("sparkfleet_memory_pressure_ratio", {"kind": kind, "window": str(window)},
+                            round(pressure[kind]["avg%d" % window], 6)))
+        samples.append(("sparkfleet_memory_pressure_stalled_seconds_total", {"kind": kind},
+                        round(pressure[kind]["total"], 6)))
+    return samples
+
+
+def read_text(path):
+    """The text of a file, or None when it cannot be read (a kernel without PSI has no /proc/pressure)."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def read_mtu(sysfs_net, ifname):
     try:
         with open(os.path.join(sysfs_net, ifname, "mtu")) as handle:
@@ -415,7 +481,8 @@ def collect(config, runner=run, http_get=http):
         if not unit_s[0][2]:
             failures.append("unit %s is not active" % unit["name"])
         pid = show.get("MainPID", "0")
-        if nccl_env and pid.isdigit() and int(pid) > 0:
+        # Only GPU units load NCCL: the memory guard (kind guard) is watched for being up, nothing else.
+        if nccl_env and unit["kind"] in ("vllm", "ray") and pid.isdigit() and int(pid) > 0:
             try:
                 with open(os.path.join(config.get("proc_root", "/proc"), pid, "environ"), "rb") as handle:
                     ours = nccl_is_ours(parse_environ(handle.read()), nccl_env, unit["kind"])
@@ -466,7 +533,7 @@ def collect(config, runner=run, http_get=http):
                             dict(labels, peer=peer["name"], address=peer["address"]), rc == 0))
             if rc != 0:
                 failures.append("fabric: no jumbo don't-fragment ping reply from %s (%s)" % (peer["name"],
-                                                                                           peer["address"]))
+                                                                                             peer["address"]))
 
     kernel = config.get("kernel") or {}
     if kernel:
@@ -483,6 +550,14 @@ def collect(config, runner=run, http_get=http):
         samples += kernel_s
         if failure:
             failures.append(failure)
+
+    memory = config.get("memory") or {}
+    if memory:
+        meminfo = parse_meminfo(read_text(memory.get("meminfo", "/proc/meminfo")) or "")
+        pressure = parse_pressure(read_text(memory.get("pressure", "/proc/pressure/memory")) or "")
+        samples += memory_samples(meminfo, pressure)
+        if "MemAvailable" not in meminfo:
+            failures.append("memory: no MemAvailable in %s" % memory.get("meminfo", "/proc/meminfo"))
 
     if config.get("benchmark_file") and os.path.isfile(config["benchmark_file"]):
         try:

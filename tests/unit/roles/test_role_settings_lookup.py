@@ -17,6 +17,7 @@ BAD = {
     "fabric_firewall": ({"fabric_firewall_confirm_timeout": 115}, "fabric_firewall_confirm_timeout"),
     "fleet_health": ({"fleet_health_interval": "every five minutes"}, "fleet_health_interval"),
     "model_store": ({"model_store_dir": "models"}, "model_store_dir"),
+    "memory_guard": ({"memory_guard_term_percent": 12}, "memory_guard_term_percent"),
     "nccl": ({"nccl_source": "archive"}, "nccl_archive"),
     "nvidia_driver": ({"nvidia_driver_branch": "590"}, "nvidia_driver_branch"),
     "vllm_venv": ({"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages"),

@@ -42,7 +42,7 @@ SUBNET = "192.168.100.0/24"
 
 
 def _run(argv):
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -608,6 +608,8 @@ RULE_BROKEN = {
                           "GB/s"),
     "torch_cuda_build": (_var("spark-7", "vllm_venv_torch_version", "2.10.0"), "spark-7", "vllm_venv_torch_version",
                          "CPU build"),
+    "memory_guard": (_var("spark-7", "memory_guard_term_percent", 12), "spark-7", "memory_guard_term_percent",
+                     "rule memory_guard"),
     "unified_memory": (_on_solo(weights_gib=150.0, num_layers=48, num_kv_heads=4, head_dim=128, max_model_len=32768),
                        "spark-7", "sparkfleet_models", "GiB"),
 }
@@ -639,6 +641,7 @@ NOT_AN_INVENTORY_MISTAKE = {
     "nvidia_device_nodes": "a unit the nvidia_driver role installs; the GPU units require it",
     "decode_roofline": "what a measured figure is read against; the entry's active_params_b is judged by its own check",
     "published_figures": "the field's figures, beside which a measured one is reported",
+    "kernel_updates": "judged by playbooks/os_update.yml on each host's apt simulation and modinfo, before it changes",
 }
 
 

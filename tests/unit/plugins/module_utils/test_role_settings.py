@@ -4,7 +4,6 @@ the inventory before anything changes, and the role itself when it starts (looku
 gets a value it refuses here; preflight refuses that value with the same words, the role's defaults pass, and
 the lookup, templating the role's variables as a play does, says the same."""
 
-import os
 
 import pytest
 
@@ -36,6 +35,13 @@ BAD = [
     ("fleet_health", {"fleet_health_timeout": 0}, "fleet_health_timeout", "positive"),
     ("fleet_health", {"fleet_health_node_exporter_port": 70000}, "fleet_health_node_exporter_port", "no TCP port"),
     ("fleet_health", {"fleet_health_textfile_dir": "metrics"}, "fleet_health_textfile_dir", "absolute"),
+    ("memory_guard", {"memory_guard_term_percent": 10}, "memory_guard_term_percent", "rule memory_guard"),
+    ("memory_guard", {"memory_guard_kill_percent": 0}, "memory_guard_kill_percent", "above 0"),
+    ("memory_guard", {"memory_guard_term_percent": 3, "memory_guard_kill_percent": 4}, "memory_guard_kill_percent",
+     "before SIGTERM"),
+    ("memory_guard", {"memory_guard_swap_percent": 101}, "memory_guard_swap_percent", "no percent"),
+    ("memory_guard", {"memory_guard_prefer": "^(VLLM:: worker)"}, "memory_guard_prefer", "whitespace"),
+    ("memory_guard", {"memory_guard_avoid": "^(sshd"}, "memory_guard_avoid", "no regular expression"),
     ("fleet_health", {"fleet_health_node_exporter_address": "mgmt"}, "fleet_health_node_exporter_address",
      "no IPv4"),
     ("fleet_health", {"fleet_health_node_exporter_address": "192.168.100.10",
@@ -86,7 +92,7 @@ BAD = [
 
 
 def _ids():
-    return ["%s-%s" % (role, "-".join(sorted(values))) for role, values, _, _ in BAD]
+    return ["%s-%s" % (role, "-".join(sorted(values))) for role, values, dummy, dummy in BAD]
 
 
 @pytest.mark.parametrize("role,values,variable,words", BAD, ids=_ids())
@@ -102,12 +108,12 @@ def test_preflight_refuses_what_the_role_refuses(role, values, variable, words):
 
 def test_every_check_has_a_value_it_refuses_here():
     refused = set()
-    for role, values, variable, _ in BAD:
+    for role, values, variable, dummy in BAD:
         settings = dict(fp.load_role_defaults(ROLES_DIR, role), **values)
-        for names, _, function in role_settings.CHECKS[role]:
+        for names, dummy, function in role_settings.CHECKS[role]:
             if variable in names and function(*[settings.get(n) for n in names]):
                 refused.add(function.__name__)
-    every = set(function.__name__ for checks in role_settings.CHECKS.values() for _, _, function in checks)
+    every = set(function.__name__ for checks in role_settings.CHECKS.values() for dummy, dummy, function in checks)
     assert every - refused == set()
 
 
@@ -139,7 +145,7 @@ def test_a_template_waits_for_the_role_and_a_wrong_type_is_named_once():
 
 @pytest.mark.parametrize("hardening", [
     {"DevicePolicy": "auto"}, {"DevicePolicy": "closed", "DeviceAllow": ["/dev/nvidia0 rw", "/dev/nvidiactl rw",
-                                                                          "/dev/infiniband/uverbs0 rw"]},
+                                                                         "/dev/infiniband/uverbs0 rw"]},
     {"PrivateDevices": "false"}])
 def test_a_sandbox_that_leaves_the_gpu_reachable_passes(hardening):
     assert role_settings.problems("vllm_service", {"vllm_service_hardening": hardening}) == []

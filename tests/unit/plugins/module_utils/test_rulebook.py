@@ -19,6 +19,9 @@ EXPECTED = {
     "driver_branch": {"driver_branch": "580", "driver_forbidden_branches": ["590"],
                       "driver_recommended_version": "580.142"},
     "driver_reboot_pending": {"driver_versions_must_match": True},
+    "kernel_updates": {"nvidia_kernel_module_package": "linux-modules-nvidia-{branch}-open-{kernel}",
+                       "nvidia_dkms_package": "nvidia-dkms-{branch}-open",
+                       "kernel_headers_package": "linux-headers-{kernel}"},
     "unified_memory": {"gpu_memory_source": "meminfo"},
     "decode_roofline": {"gb10_memory_bandwidth_gb_s": 273, "roofline_warn_share": 0.2},
     # 000: Qwen3-235B-A22B GPTQ-Int4 on two Sparks, output tok/s summed at concurrency 1, 2 and 4
@@ -69,6 +72,8 @@ EXPECTED = {
                                                         "GLOO_SOCKET_IFNAME"]},
     "vllm_host_ip": {"vllm_host_ip_source": "fabric_address"},
     "ray_memory_monitor": {"ray_memory_monitor_refresh_ms": 0, "ray_memory_usage_threshold": 1.0},
+    "memory_guard": {"memory_guard_program": "earlyoom", "memory_guard_term_percent": 4,
+                     "memory_guard_kill_percent": 2, "memory_guard_swap_percent": 100},
     "parallelism_across_nodes": {"tensor_parallel_max_nodes": 2},
     "nccl_bandwidth_floor": {},
 }
@@ -89,7 +94,22 @@ def test_rule_values(rule_id):
 def test_rule_is_complete(rule_id):
     item = rulebook.rule(rule_id)
     assert item.settings and item.reason and item.title
-    assert item.sources and set(item.sources) <= set(rulebook.SOURCES)
+    assert item.sources and set(item.sources) <= set(rulebook.SOURCES + rulebook.FIELD_REPORTS)
+
+
+def test_field_reports_are_addresses():
+    assert not set(rulebook.FIELD_REPORTS) & set(rulebook.SOURCES)
+    for address in rulebook.FIELD_REPORTS:
+        assert address.startswith("https://github.com/") and "/issues/" in address, address
+
+
+def test_known_bad_kernels_name_why_fix_and_sources():
+    for entry in rulebook.setting("known_bad_kernels"):
+        assert set(entry) == {"release", "why", "fix", "sources"}, entry
+        assert entry["why"] and entry["fix"] and set(entry["sources"]) <= set(rulebook.FIELD_REPORTS)
+    for check in rulebook.setting("kernel_config_checks"):
+        assert set(check) == {"option", "value", "unless_cmdline", "why", "fix", "sources"}, check
+        assert check["option"].startswith("CONFIG_") and set(check["sources"]) <= set(rulebook.FIELD_REPORTS)
 
 
 def test_sources_exist():

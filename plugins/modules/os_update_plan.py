@@ -1,0 +1,432 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: os_update_plan
+short_description: What an OS update would do to a Spark, and whether it keeps the GPU after the reboot
+description:
+  - Asks apt what C(apt-get dist-upgrade) would install (C(apt-get -s)), works out the kernel the next boot
+    would start (the newest installed or new one, GRUB's default entry), and whether the NVIDIA kernel module of
+    the pinned branch exists for that kernel, installed (C(modinfo -k)), brought by the upgrade, installable now
+    (C(apt-get -s install), the driver held), or built by the DKMS driver from headers that are.
+  - DGX OS builds the NVIDIA modules for each kernel as their own package (rule C(kernel_updates)); an upgrade
+    that brings a kernel without it leaves the Spark without its GPU after the reboot.
+  - Refuses, with the fix, a next kernel named in the rule book's known-bad list, a missing module, a module
+    of another branch, and an upgrade that would move a driver package off the branch.
+  - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the target
+    of C(vmlinuz)) has the module, the check before a reboot.
+  - It only reads; it answers the same in check mode.
+version_added: 0.1.0
+author: sparkfleet.gb10 developers (!UNKNOWN)
+options:
+  stage:
+    description:
+      - C(planned) simulates the upgrade; C(installed) judges the kernels already installed.
+    type: str
+    choices: [planned, installed]
+    default: planned
+  branch:
+    description: The driver branch the module must belong to (rule C(driver_branch)).
+    type: str
+    required: true
+  module_package:
+    description: The module package's name, with C({branch}) and C({kernel}) (rule C(kernel_updates)).
+    type: str
+    required: true
+  dkms_package:
+    description:
+      - The DKMS driver package, with C({branch}). When it is installed the module is built for a kernel from its
+        headers, so the next kernel's headers are what must be installed or installable (rule C(kernel_updates)).
+    type: str
+    default: ""
+  headers_package:
+    description: The kernel headers package, with C({kernel}).
+    type: str
+    default: linux-headers-{kernel}
+  userspace_version:
+    description:
+      - The user-space driver's version (nvidia-smi); an installed module of another version is refused (rule
+        C(driver_reboot_pending)). Empty, any version of O(branch).
+    type: str
+    default: ""
+  kernel_config_checks:
+    description:
+      - Build options of the next kernel (read from C(<boot_dir>/config-<kernel>) once it is installed) refused
+        unless the next boot's command line holds a word, each C(option), C(value), C(unless_cmdline), C(why),
+        C(fix) and C(sources).
+    type: list
+    elements: dict
+    default: []
+  cmdline_files:
+    description: Files whose text is the next boot's command line, read for the words of O(kernel_config_checks).
+    type: list
+    elements: path
+    default: [/etc/default/grub, /proc/cmdline]
+  forbidden_branches:
+    description:
+      - Driver branches no NVIDIA package may move to (rule C(driver_branch)); the upgrade is refused when it would
+        install a version of one (the driver pin missing or outranked).
+    type: list
+    elements: str
+    default: []
+  known_bad_kernels:
+    description: Kernel releases refused by name, each with C(release), C(why), C(fix) and C(sources).
+    type: list
+    elements: dict
+    default: []
+  accept_kernel_reason:
+    description: Why a known-bad next kernel is accepted on this host anyway; empty refuses it.
+    type: str
+    default: ""
+  boot_dir:
+    description: Where the kernels and the C(vmlinuz) link of the next boot are.
+    type: path
+    default: /boot
+  proc_osrelease:
+    description: The running kernel's release.
+    type: path
+    default: /proc/sys/kernel/osrelease
+  modinfo:
+    description: The modinfo program.
+    type: str
+    default: modinfo
+  module:
+    description: The kernel module's name.
+    type: str
+    default: nvidia
+attributes:
+  check_mode:
+    description: Reads only; the same answer as a real run.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: Reads only.
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: What an update would do, and whether it is safe
+  sparkfleet.gb10.os_update_plan:
+    branch: "580"
+    module_package: linux-modules-nvidia-{branch}-open-{kernel}
+    known_bad_kernels: "{{ lookup('sparkfleet.gb10.rulebook', 'known_bad_kernels') }}"
+  register: plan
+"""
+
+RETURN = r"""
+running_kernel:
+  description: The running kernel's release.
+  type: str
+  returned: always
+next_kernel:
+  description: The kernel the next boot starts after the upgrade (O(stage=planned)) or now (O(stage=installed)).
+  type: str
+  returned: always
+new_kernels:
+  description: Kernel releases the upgrade installs.
+  type: list
+  elements: str
+  returned: always
+packages:
+  description: The upgrade's C(install) (name, from, to), C(remove) and C(kept_back) lists.
+  type: dict
+  returned: always
+nvidia_module:
+  description:
+    - For the next kernel, C(package), C(state) (C(installed), C(in_upgrade), C(installable), C(missing)),
+      C(version) (installed, else the candidate) and C(branch_ok).
+  type: dict
+  returned: always
+install:
+  description:
+    - Packages to install beside the upgrade (the next kernel's module, or its headers, when the upgrade leaves
+      them out).
+  type: list
+  elements: str
+  returned: always
+known_bad:
+  description: The rule book's entry of the next kernel, or null.
+  type: dict
+  returned: always
+problems:
+  description: Why this update is not safe, each with the fix; empty when it is.
+  type: list
+  elements: str
+  returned: always
+warnings_list:
+  description: What is accepted but worth saying (a known-bad kernel accepted with a reason).
+  type: list
+  elements: str
+  returned: always
+safe:
+  description: No problem found.
+  type: bool
+  returned: always
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+_INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)")
+_REMV = re.compile(r"^Remv (?P<name>\S+)")
+_KERNEL_IMAGE = re.compile(r"^linux-image-(?P<release>\d\S*)$")
+_VMLINUZ = re.compile(r"^vmlinuz-(?P<release>\d\S*)$")
+
+
+def parse_simulation(text):
+    """apt-get -s output: what it installs (name, old, new), removes, and keeps back."""
+    install, remove, kept = [], [], []
+    in_kept = False
+    for line in text.splitlines():
+        if in_kept:
+            if line.startswith("  "):
+                kept.extend(line.split())
+                continue
+            in_kept = False
+        # apt's own list, and (apt 2.7, Ubuntu 24.04) the upgrades phasing holds back
+        if line.startswith(("The following packages have been kept back",
+                            "The following upgrades have been deferred due to phasing")):
+            in_kept = True
+            continue
+        found = _INST.match(line)
+        if found:
+            install.append({"name": found.group("name"), "from": found.group("old"), "to": found.group("new")})
+            continue
+        found = _REMV.match(line)
+        if found:
+            remove.append(found.group("name"))
+    return {"install": install, "remove": remove, "kept_back": kept}
+
+
+def release_key(release):
+    """Order kernel releases as Ubuntu's GRUB menu does (its default entry is the newest): by their numbers."""
+    numbers = [int(n) for n in re.findall(r"\d+", release)]
+    return numbers, release
+
+
+def installed_kernels(boot_dir):
+    try:
+        names = os.listdir(boot_dir)
+    except OSError:
+        return []
+    return sorted((m.group("release") for m in map(_VMLINUZ.match, names) if m), key=release_key)
+
+
+def next_kernel(boot_dir, running, new_kernels=()):
+    """The kernel the next boot starts: GRUB's default entry on Ubuntu, the newest of the installed kernels and
+    the ones the upgrade brings (GRUB_DEFAULT=0; a host that boots another entry is told so by grub_default)."""
+    candidates = set(new_kernels) | set(installed_kernels(boot_dir))
+    return max(candidates, key=release_key) if candidates else running
+
+
+def branch_of(version):
+    return (version or "").split(".")[0] or None
+
+
+def first_lines(text, count=3):
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip().startswith(("E:", "W:", " "))]
+    return "; ".join(lines[:count]) or (text or "").strip()[-300:]
+
+
+class Host(object):
+    """What the plan asks the host: apt, dpkg, modinfo and files, in the C locale."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self, argv):
+        rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C"})
+        return rc, out or "", err or ""
+
+    def installed(self, name):
+        # The second letter is the state (ii, or hi for a held package such as the driver's)
+        rc, out, dummy = self.run(["dpkg-query", "--show", "--showformat", "${db:Status-Abbrev}", name])
+        return rc == 0 and out[1:2] == "i"
+
+    def module_version(self, params, kernel):
+        rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", "version", params["module"]])
+        return out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None
+
+    def install_problem(self, names):
+        """Why apt could not install NAMES now (held packages, unmet dependencies, unknown), or None."""
+        rc, out, err = self.run(["apt-get", "-s", "-o", "Debug::NoLocking=1", "install"] + list(names))
+        return None if rc == 0 else first_lines(err + "\n" + out)
+
+    def read(self, path):
+        try:
+            with open(path) as handle:
+                return handle.read()
+        except (IOError, OSError):
+            return None
+
+
+def module_state(host, params, kernel, packages):
+    """The next kernel's NVIDIA module: installed (modinfo finds it), in the upgrade, installable (apt could
+    install it now, held driver and all), built by DKMS from the kernel's headers, blocked, or missing."""
+    branch = params["branch"]
+    name = params["module_package"].format(branch=branch, kernel=kernel)
+    upgrading = dict((item["name"], item["to"]) for item in packages["install"])
+    version = host.module_version(params, kernel)
+    result = {"package": name, "mechanism": "package", "version": version, "install": [], "why": None}
+    dkms = params["dkms_package"].format(branch=branch, kernel=kernel)
+    if not version and dkms and host.installed(dkms):
+        # The driver's DKMS package builds the module when the kernel is installed, from its headers.
+        result.update(mechanism="dkms", package=params["headers_package"].format(branch=branch, kernel=kernel))
+    if version:
+        result["state"] = "installed"
+    elif params["stage"] == "installed":
+        result["state"] = "missing"
+    elif name in upgrading:
+        result.update(state="in_upgrade", version=upgrading[name])
+    else:
+        if result["mechanism"] == "dkms":
+            headers = result["package"]
+            if headers in upgrading or host.installed(headers):
+                result["state"] = "dkms"
+            else:
+                name = headers
+        if result.get("state") is None:
+            why = host.install_problem([name])
+            if why is None:
+                result.update(state="dkms" if result["mechanism"] == "dkms" else "installable", install=[name])
+            else:
+                result.update(state="missing" if "Unable to locate package" in why else "blocked", why=why)
+    matches = not params["userspace_version"] or version == params["userspace_version"]
+    installed_ok = branch_of(version) == branch and matches
+    if result["state"] == "installed":
+        result["branch_ok"] = installed_ok
+    else:
+        result["branch_ok"] = result["state"] not in ("missing", "blocked")
+    return result
+
+
+def config_problems(host, params, kernel):
+    """The next kernel's build options known to break Sparks (rule kernel_updates), unless the boot's command line
+    turns them off: read from <boot_dir>/config-<kernel>, once the kernel is installed."""
+    config = host.read(os.path.join(params["boot_dir"], "config-" + kernel))
+    if config is None:
+        return []
+    cmdline = " ".join(filter(None, (host.read(path) for path in params["cmdline_files"])))
+    found = []
+    for check in params["kernel_config_checks"]:
+        line = "%s=%s" % (check["option"], check["value"])
+        word = r"(^|[\s\"'])%s($|[\s\"'])" % re.escape(check["unless_cmdline"])
+        if line in config.splitlines() and not re.search(word, cmdline, re.M):
+            found.append("the next boot's kernel %s is built with %s and the boot's command line (%s) lacks %s: %s "
+                         "(%s). Fix: %s" % (kernel, line, ", ".join(params["cmdline_files"]), check["unless_cmdline"],
+                                            check["why"], ", ".join(check["sources"]), check["fix"]))
+    return found
+
+
+def judge(plan, params):
+    """Fill problems and warnings of a plan; return it."""
+    problems, warnings = [], []
+    kernel, branch, module = plan["next_kernel"], params["branch"], plan["nvidia_module"]
+    if module["state"] == "missing" and params["stage"] == "installed":
+        if module["mechanism"] == "package":
+            fix = "install %s for it" % module["package"]
+        else:
+            fix = "install %s and rebuild it (dkms autoinstall -k %s; its log says why it failed)" % (
+                module["package"], kernel)
+        problems.append(
+            "the next boot's kernel %s has no NVIDIA module (modinfo -k %s finds none): after a reboot this host "
+            "has no GPU. Fix: %s, or remove linux-image-%s so that the next boot keeps %s"
+            % (kernel, kernel, fix, kernel, plan["running_kernel"]))
+    elif module["state"] == "missing":
+        needs = ("its NVIDIA module package %s" % module["package"] if module["mechanism"] == "package" else
+                 "the headers the DKMS driver builds its NVIDIA module from, %s," % module["package"])
+        problems.append(
+            "the next boot's kernel %s has no NVIDIA module: %s is not installed, not in the upgrade, not in the "
+            "configured sources. After the reboot this host would have no GPU. Wait until the package is published "
+            "(DGX OS phases them), or keep the running kernel %s (apt-mark hold the kernel metapackage)"
+            % (kernel, needs, plan["running_kernel"]))
+    elif module["state"] == "blocked":
+        problems.append(
+            "the next boot's kernel %s needs %s, which apt cannot install now: %s. Fix what holds it (the driver "
+            "stays on branch %s), or keep the running kernel %s" % (kernel, module["package"], module["why"], branch,
+                                                                    plan["running_kernel"]))
+    elif not module["branch_ok"]:
+        problems.append(
+            "the next boot's kernel %s has NVIDIA module %s, not the user-space driver's %s of branch %s (rules "
+            "driver_branch, driver_reboot_pending): install %s matching it before rebooting"
+            % (kernel, module["version"], params["userspace_version"] or branch + ".*", branch, module["package"]))
+    for item in plan["packages"]["install"]:
+        moved = [b for b in params["forbidden_branches"]
+                 if "nvidia" in item["name"] and (branch_of(item["to"]) == b or "-%s-" % b in item["name"] + "-")]
+        if moved:
+            problems.append(
+                "the upgrade installs %s %s, of forbidden branch %s (rule driver_branch keeps %s): the pin of "
+                "sparkfleet.gb10.nvidia_driver is missing or outranked; run site.yml (tags nvidia_driver) first"
+                % (item["name"], item["to"], moved[0], branch))
+    problems.extend(plan.pop("_config_problems", []))
+    bad = plan["known_bad"]
+    if bad:
+        line = "the next boot's kernel %s is known bad on Sparks: %s (%s). Fix: %s" % (
+            kernel, bad.get("why"), ", ".join(bad.get("sources") or []), bad.get("fix"))
+        if params["accept_kernel_reason"]:
+            warnings.append("%s. Accepted on this host: %s" % (line, params["accept_kernel_reason"]))
+        else:
+            problems.append(line + "; or, to accept it, set os_update_accept_kernel_reason with why")
+    plan["problems"], plan["warnings_list"], plan["safe"] = problems, warnings, not problems
+    return plan
+
+
+def run(module):
+    params = module.params
+    host = Host(module)
+    running = (host.read(params["proc_osrelease"]) or "").strip()
+    if not running:
+        module.fail_json(msg="cannot read the running kernel from %s" % params["proc_osrelease"])
+    packages = {"install": [], "remove": [], "kept_back": []}
+    if params["stage"] == "planned":
+        rc, out, err = host.run(["apt-get", "-s", "-o", "Debug::NoLocking=1", "dist-upgrade"])
+        if rc != 0:
+            module.fail_json(msg="apt-get -s dist-upgrade failed (rc %s): %s" % (rc, first_lines(err + "\n" + out)))
+        packages = parse_simulation(out)
+    # A kernel the upgrade installs anew (not one it re-installs at another version).
+    images = [_KERNEL_IMAGE.match(item["name"]) for item in packages["install"] if item["from"] is None]
+    new = sorted((found.group("release") for found in images if found), key=release_key)
+    kernel = next_kernel(params["boot_dir"], running, new)
+    nvidia = module_state(host, params, kernel, packages)
+    bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
+    plan = {"running_kernel": running, "next_kernel": kernel, "new_kernels": new, "packages": packages,
+            "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
+            "install": nvidia["install"], "_config_problems": config_problems(host, params, kernel)}
+    return judge(plan, params)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            stage=dict(type="str", choices=["planned", "installed"], default="planned"),
+            branch=dict(type="str", required=True),
+            module_package=dict(type="str", required=True),
+            dkms_package=dict(type="str", default=""),
+            headers_package=dict(type="str", default="linux-headers-{kernel}"),
+            userspace_version=dict(type="str", default=""),
+            kernel_config_checks=dict(type="list", elements="dict", default=[]),
+            cmdline_files=dict(type="list", elements="path", default=["/etc/default/grub", "/proc/cmdline"]),
+            forbidden_branches=dict(type="list", elements="str", default=[]),
+            known_bad_kernels=dict(type="list", elements="dict", default=[]),
+            accept_kernel_reason=dict(type="str", default=""),
+            boot_dir=dict(type="path", default="/boot"),
+            proc_osrelease=dict(type="path", default="/proc/sys/kernel/osrelease"),
+            modinfo=dict(type="str", default="modinfo"),
+            module=dict(type="str", default="nvidia"),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(changed=False, **run(module))
+
+
+if __name__ == "__main__":
+    main()

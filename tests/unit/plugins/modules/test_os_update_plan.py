@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+"""What an OS update would do to a Spark: apt's recorded simulations (tests/fixtures/apt_simulation) read into
+what it installs and keeps back, the kernel the next boot would start, whether the NVIDIA module of the branch
+exists for it, and the refusals of the rule book's kernel_updates and driver_branch rules."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.modules import os_update_plan
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "apt_simulation")
+RUNNING = "6.17.0-1014-nvidia"
+
+
+def recorded(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+class Host(object):
+    """A stand-in for AnsibleModule: the host's kernel tree in tmp_path and the recorded answers of apt-get,
+    dpkg-query and modinfo."""
+
+    def __init__(self, tmp_path, simulation="", install=(0, "", ""), modules=None, kernels=(RUNNING,),
+                 installed=(), files=None, **params):
+        boot = tmp_path / "boot"
+        boot.mkdir()
+        for kernel in kernels:
+            (boot / ("vmlinuz-" + kernel)).write_text("")
+        (tmp_path / "osrelease").write_text(RUNNING + "\n")
+        for name, text in (files or {}).items():
+            (tmp_path / name).write_text(text)
+        self.simulation, self.install = simulation, install
+        self.modules = dict(modules if modules is not None else {RUNNING: "580.142"})
+        self.packages = set(installed)
+        self.calls = []
+        self.params = dict(stage="planned", branch="580",
+                           forbidden_branches=rulebook.setting("driver_forbidden_branches"),
+                           module_package=rulebook.setting("nvidia_kernel_module_package"),
+                           dkms_package=rulebook.setting("nvidia_dkms_package"),
+                           headers_package=rulebook.setting("kernel_headers_package"),
+                           userspace_version="580.142",
+                           known_bad_kernels=rulebook.setting("known_bad_kernels"),
+                           kernel_config_checks=rulebook.setting("kernel_config_checks"),
+                           cmdline_files=[str(tmp_path / "grub"), str(tmp_path / "cmdline")],
+                           accept_kernel_reason="", boot_dir=str(boot), proc_osrelease=str(tmp_path / "osrelease"),
+                           modinfo="modinfo", module="nvidia")
+        self.params.update(params)
+
+    def run_command(self, argv, environ_update=None):
+        self.calls.append(argv)
+        assert environ_update == {"LC_ALL": "C"}  # apt's and modinfo's words are read in English
+        if argv[0] == "modinfo":
+            version = self.modules.get(argv[2])
+            return (0, version + "\n", "") if version else (1, "", "modinfo: ERROR: Module nvidia not found.\n")
+        if argv[0] == "dpkg-query":
+            # the driver's packages are held: "hi", installed all the same
+            return (0, "hi ", "") if argv[-1] in self.packages else (1, "", "no packages found matching %s" % argv[-1])
+        assert argv[:4] == ["apt-get", "-s", "-o", "Debug::NoLocking=1"], argv
+        if argv[4] == "dist-upgrade":
+            return (0, self.simulation, "")
+        assert argv[4] == "install", argv
+        return self.install
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs["msg"])
+
+
+UNKNOWN = (100, "Reading package lists...\n", "E: Unable to locate package linux-modules-nvidia-580-open-6.17.0-1018-nvidia\n")
+
+
+def test_reads_what_the_upgrade_installs_and_keeps_back():
+    good = os_update_plan.parse_simulation(recorded("good.txt"))
+    assert good["install"] == [
+        {"name": "linux-image-6.17.0-1016-nvidia", "from": None, "to": "6.17.0-1016.16"},
+        {"name": "linux-image-nvidia", "from": "6.17.0.1014.14", "to": "6.17.0.1016.16"}]
+    assert good["kept_back"] == [] and good["remove"] == []
+    held = os_update_plan.parse_simulation(recorded("driver-held.txt"))
+    assert held["install"] == []
+    assert held["kept_back"] == ["libnvidia-compute-580", "nvidia-dkms-580-open", "nvidia-driver-580-open",
+                                 "nvidia-utils-580"]
+
+
+def test_phasing_is_read_as_kept_back():
+    text = ("The following upgrades have been deferred due to phasing:\n"
+            "  linux-modules-nvidia-580-open-nvidia\n"
+            "0 upgraded, 0 newly installed, 0 to remove and 1 not upgraded.\n")
+    assert os_update_plan.parse_simulation(text)["kept_back"] == ["linux-modules-nvidia-580-open-nvidia"]
+
+
+@pytest.mark.parametrize("releases, newest", [
+    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], "6.17.0-1016-nvidia"),
+    (["6.17.0-1032-nvidia", "7.0.0-1019-nvidia"], "7.0.0-1019-nvidia"),
+    # by number, not by text: 1100 after 1032
+    (["6.17.0-1100-nvidia", "6.17.0-1032-nvidia"], "6.17.0-1100-nvidia"),
+])
+def test_the_newest_kernel_boots_next(releases, newest):
+    assert max(releases, key=os_update_plan.release_key) == newest
+
+
+def test_a_phased_module_is_installable_and_installed_by_name(tmp_path):
+    host = Host(tmp_path, recorded("good.txt"))
+    plan = os_update_plan.run(host)
+    assert plan["new_kernels"] == ["6.17.0-1016-nvidia"]
+    assert plan["next_kernel"] == "6.17.0-1016-nvidia"
+    assert plan["nvidia_module"] == {"package": "linux-modules-nvidia-580-open-6.17.0-1016-nvidia",
+                                     "mechanism": "package", "state": "installable", "version": None, "why": None,
+                                     "branch_ok": True}
+    assert plan["safe"] and plan["install"] == ["linux-modules-nvidia-580-open-6.17.0-1016-nvidia"]
+    # installable means apt would install it now, with the driver held: simulated, not looked up
+    assert ["apt-get", "-s", "-o", "Debug::NoLocking=1", "install",
+            "linux-modules-nvidia-580-open-6.17.0-1016-nvidia"] in host.calls
+
+
+def test_a_module_apt_cannot_install_now_is_refused(tmp_path):
+    held = (100, "Reading package lists...\nThe following packages have unmet dependencies:\n"
+                 " linux-modules-nvidia-580-open-6.17.0-1016-nvidia : Depends: nvidia-kernel-common-580 (>= 580.159)"
+                 " but 580.142-0ubuntu1 is to be installed\n",
+            "E: Unable to correct problems, you have held broken packages.\n")
+    plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), install=held))
+    assert plan["nvidia_module"]["state"] == "blocked" and not plan["safe"]
+    assert "which apt cannot install now" in plan["problems"][0] and "held broken packages" in plan["problems"][0]
+
+
+def test_with_the_dkms_driver_the_kernel_headers_are_what_the_module_needs(tmp_path):
+    host = Host(tmp_path, recorded("good.txt"), installed={"nvidia-dkms-580-open"})
+    plan = os_update_plan.run(host)
+    assert plan["nvidia_module"]["mechanism"] == "dkms" and plan["nvidia_module"]["state"] == "dkms"
+    assert plan["install"] == ["linux-headers-6.17.0-1016-nvidia"] and plan["safe"]
+    (tmp_path / "none").mkdir()
+    plan = os_update_plan.run(Host(tmp_path / "none", recorded("good.txt"), install=UNKNOWN,
+                                   installed={"nvidia-dkms-580-open"}))
+    assert plan["nvidia_module"]["state"] == "missing" and not plan["safe"]
+    assert "the headers the DKMS driver builds its NVIDIA module from, linux-headers-6.17.0-1016-nvidia," in plan["problems"][0]
+
+
+def test_a_kernel_without_its_module_is_refused(tmp_path):
+    host = Host(tmp_path, recorded("nomodule.txt"), install=UNKNOWN)
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == "6.17.0-1018-nvidia" and plan["nvidia_module"]["state"] == "missing"
+    assert not plan["safe"] and plan["install"] == []
+    assert ("has no NVIDIA module: its NVIDIA module package linux-modules-nvidia-580-open-6.17.0-1018-nvidia is "
+            "not installed" in plan["problems"][0])
+    assert "After the reboot this host would have no GPU" in plan["problems"][0]
+
+
+def test_a_known_bad_kernel_is_refused_by_name_with_its_sources(tmp_path):
+    host = Host(tmp_path, recorded("knownbad.txt"))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == "7.0.0-1019-nvidia"
+    assert plan["nvidia_module"]["state"] == "in_upgrade"
+    assert plan["known_bad"]["release"] == "7.0.0-1019-nvidia"
+    assert [p for p in plan["problems"] if "known bad on Sparks" in p and rulebook.R_KERNEL_1019_NCCL in p
+            and "os_update_accept_kernel_reason" in p]
+
+
+def test_a_known_bad_kernel_accepted_with_a_reason_is_a_warning(tmp_path):
+    host = Host(tmp_path, recorded("knownbad.txt"), accept_kernel_reason="booted with kho=off")
+    plan = os_update_plan.run(host)
+    assert plan["warnings_list"] and "booted with kho=off" in plan["warnings_list"][0]
+    assert plan["problems"] == [] and plan["safe"]
+
+
+def test_a_kernel_with_kexec_handover_on_needs_kho_off_on_the_command_line(tmp_path):
+    kernels = (RUNNING, "7.0.0-1031-nvidia")
+    config = {"config-7.0.0-1031-nvidia": "CONFIG_KEXEC_HANDOVER=y\nCONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y\n"}
+    host = Host(tmp_path, kernels=kernels, modules={RUNNING: "580.142", "7.0.0-1031-nvidia": "580.142"},
+                stage="installed", files=dict(config, grub='GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n'))
+    (tmp_path / "boot" / "config-7.0.0-1031-nvidia").write_text(config["config-7.0.0-1031-nvidia"])
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == "7.0.0-1031-nvidia" and not plan["safe"]
+    assert "CONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y" in plan["problems"][0] and "kho=off" in plan["problems"][0]
+    (tmp_path / "grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet splash kho=off"\n')
+    assert os_update_plan.run(host)["safe"]
+
+
+def test_an_upgrade_to_a_forbidden_branch_is_refused(tmp_path):
+    host = Host(tmp_path, recorded("driver-unpinned.txt"))
+    plan = os_update_plan.run(host)
+    moved = [p for p in plan["problems"] if "forbidden branch" in p]
+    assert len(moved) == 8 and "installs nvidia-driver-580-open 590.44.01-0ubuntu1" in " ".join(moved)
+    (tmp_path / "held").mkdir()
+    held = os_update_plan.run(Host(tmp_path / "held", recorded("driver-held.txt")))
+    assert held["packages"]["kept_back"] and held["problems"] == []
+    assert held["safe"] and held["next_kernel"] == RUNNING and held["nvidia_module"]["state"] == "installed"
+
+
+def test_a_module_package_of_a_forbidden_branch_is_refused_by_its_name():
+    plan = {"running_kernel": RUNNING, "next_kernel": RUNNING, "known_bad": None, "new_kernels": [],
+            "nvidia_module": {"state": "installed", "branch_ok": True, "version": "580.142"},
+            "packages": {"install": [{"name": "linux-modules-nvidia-590-open-6.17.0-1016-nvidia", "from": None,
+                                      "to": "6.17.0-1016.16"}], "remove": [], "kept_back": []}}
+    params = {"branch": "580", "forbidden_branches": ["590"], "accept_kernel_reason": "", "userspace_version": "",
+              "stage": "planned", "module_package": "m"}
+    judged = os_update_plan.judge(plan, params)
+    assert not judged["safe"] and "of forbidden branch 590" in judged["problems"][0]
+
+
+def test_a_reinstalled_kernel_is_not_new(tmp_path):
+    text = "Inst linux-image-6.17.0-1014-nvidia [6.17.0-1014.14] (6.17.0-1014.15 Ubuntu:24.04/noble-updates [arm64])\n"
+    plan = os_update_plan.run(Host(tmp_path, text))
+    assert plan["new_kernels"] == [] and plan["next_kernel"] == RUNNING and plan["safe"]
+
+
+def test_the_badmodule_recording_plans_safe_and_only_the_proof_can_see_it(tmp_path):
+    plan = os_update_plan.run(Host(tmp_path, recorded("badmodule.txt")))
+    assert plan["nvidia_module"]["state"] == "in_upgrade" and plan["safe"] and plan["install"] == []
+    (tmp_path / "after").mkdir()
+    proof = os_update_plan.run(Host(tmp_path / "after", kernels=(RUNNING, "6.17.0-1020-nvidia"), stage="installed"))
+    assert proof["next_kernel"] == "6.17.0-1020-nvidia" and not proof["safe"]
+
+
+def test_installed_stage_proves_the_newest_kernel_without_asking_apt(tmp_path):
+    host = Host(tmp_path, kernels=(RUNNING, "6.17.0-1020-nvidia"), stage="installed")
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == "6.17.0-1020-nvidia" and plan["nvidia_module"]["state"] == "missing"
+    assert not plan["safe"]
+    assert "remove linux-image-6.17.0-1020-nvidia so that the next boot keeps 6.17.0-1014-nvidia" in plan["problems"][0]
+    assert "apt-get" not in [argv[0] for argv in host.calls]
+    (tmp_path / "ok").mkdir()
+    host = Host(tmp_path / "ok", kernels=(RUNNING, "6.17.0-1016-nvidia"),
+                modules={RUNNING: "580.142", "6.17.0-1016-nvidia": "580.142"}, stage="installed")
+    plan = os_update_plan.run(host)
+    assert plan["safe"] and plan["nvidia_module"]["state"] == "installed"
+    assert plan["nvidia_module"]["version"] == "580.142" and plan["nvidia_module"]["branch_ok"]
+
+
+def test_a_module_of_the_branch_but_not_the_user_space_version_is_refused(tmp_path):
+    host = Host(tmp_path, kernels=(RUNNING, "6.17.0-1016-nvidia"), stage="installed",
+                modules={RUNNING: "580.142", "6.17.0-1016-nvidia": "580.95.05"})
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
+
+
+def test_a_module_of_another_branch_is_refused(tmp_path):
+    host = Host(tmp_path, modules={RUNNING: "590.44.01"}, stage="installed", userspace_version="")
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "not the user-space driver's 580.* of branch 580" in plan["problems"][0]
