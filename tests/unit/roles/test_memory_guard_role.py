@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""sparkfleet.gb10.memory_guard: defaults and argument_specs agree, its thresholds and patterns are the rule book's,
-and the settings file hands earlyoom exactly those arguments through systemd's EnvironmentFile= and $EARLYOOM_ARGS."""
+"""sparkfleet.gb10.memory_guard (its defaults against its argument_specs: test_role_specs.py): its thresholds and
+patterns are the rule book's, and the settings file hands earlyoom exactly those arguments through systemd's EnvironmentFile= and $EARLYOOM_ARGS."""
 
 import os
 import re
@@ -23,19 +23,6 @@ RULED = {"memory_guard_term_percent": "memory_guard_term_percent",
 def _load(path):
     with open(os.path.join(ROLE, path)) as handle:
         return yaml.safe_load(handle)
-
-
-def test_defaults_and_argument_specs_agree():
-    defaults = _load("defaults/main.yml")
-    options = _load("meta/argument_specs.yml")["argument_specs"]["main"]["options"]
-    assert set(defaults) == set(options)
-    assert all(name.startswith("memory_guard_") for name in defaults)
-    for name, spec in options.items():
-        value = defaults[name]
-        if isinstance(value, str) and "{{" in value:
-            assert "default" not in spec, name  # a templated default is described, not repeated
-        else:
-            assert spec.get("default") == value, name
 
 
 def test_the_thresholds_and_patterns_are_read_from_the_rule_book():
