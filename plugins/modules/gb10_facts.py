@@ -221,7 +221,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
 
 PROC_VERSION_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
@@ -229,35 +229,20 @@ NVML_MISMATCH_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
 CUDA_RE = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
 SMI_DRIVER_RE = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
 SASS_RE = re.compile(r"\b(sm_\d+[af]?)\b")
-# One line per package: status abbreviation (desired, status, error), name, version.
-DPKG_QUERY_FORMAT = "${db:Status-Abbrev}\t${Package}\t${Version}\n"
 NCCL_FILE_VERSION_RE = re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)$")
 NCCL_BIN_VERSION_RE = re.compile(rb"NCCL version (\d+\.\d+\.\d+)")
 QUERY_FIELDS = ("name", "compute_cap", "driver_version")
-
-
-def parse_dpkg_query(text):
-    """``dpkg-query -W -f DPKG_QUERY_FORMAT`` -> ({name: version}, [held names]) of the installed packages
-    (second status letter ``i``); held: the desired state is ``h`` (dpkg --set-selections hold)."""
-    packages, held = {}, []
-    for line in (text or "").splitlines():
-        fields = line.split("\t")
-        if len(fields) == 3 and len(fields[0]) >= 2 and fields[0][1] == "i":
-            packages[fields[1]] = fields[2]
-            if fields[0][0] == "h":
-                held.append(fields[1])
-    return packages, sorted(held)
 
 
 def gather_packages(dpkg_query, run, missing):
     if not dpkg_query:
         missing.append("packages: dpkg-query not found")
         return None, None
-    rc, out, err = run([dpkg_query, "-W", "-f", DPKG_QUERY_FORMAT])
+    rc, out, err = run(dpkg.query_argv(dpkg_query))
     if rc != 0:
         missing.append("packages: dpkg-query failed (rc=%s): %s" % (rc, (err or "").strip()[:200]))
         return None, None
-    return parse_dpkg_query(out)
+    return dpkg.parse_dpkg_query(out)
 
 
 def cpu_count():

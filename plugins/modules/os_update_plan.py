@@ -11,7 +11,8 @@ module: os_update_plan
 short_description: What an OS update would do to a Spark, and whether it keeps the GPU after the reboot
 description:
   - Asks apt what C(apt-get dist-upgrade) would install (C(apt-get -s)), works out the kernel the next boot
-    would start (the newest installed or new one, GRUB's default entry), and whether the NVIDIA kernel module of
+    would start (the target of the C(vmlinuz) link, moved to the newest new kernel the upgrade installs), and
+    whether the NVIDIA kernel module of
     the pinned branch exists for that kernel, installed (C(modinfo -k)), brought by the upgrade, installable now
     (C(apt-get -s install), the driver held), or built by the DKMS driver from headers that are.
   - DGX OS builds the NVIDIA modules for each kernel as their own package (rule C(kernel_updates)); an upgrade
@@ -20,7 +21,9 @@ description:
     of another branch, and an upgrade that would move a driver package off the branch.
   - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the target
     of C(vmlinuz)) has the module, the check before a reboot.
-  - It only reads; it answers the same in check mode.
+  - With O(firmware), it also lists the firmware updates C(fwupdmgr get-updates --json) offers, after
+    C(fwupdmgr refresh) (the metadata of fwupd's remotes, as the role refreshes apt's package lists first).
+  - It only reads (with O(firmware), fwupd's metadata is refreshed); it answers the same in check mode.
 version_added: 0.1.0
 author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
@@ -99,9 +102,19 @@ options:
     description: The kernel module's name.
     type: str
     default: nvidia
+  firmware:
+    description:
+      - With O(stage=planned), refresh fwupd's metadata and list the firmware updates it offers (RV(firmware)).
+        A fwupd that cannot refresh or answer makes the plan unsafe.
+    type: bool
+    default: false
+  fwupdmgr:
+    description: The fwupdmgr program.
+    type: str
+    default: fwupdmgr
 attributes:
   check_mode:
-    description: Reads only; the same answer as a real run.
+    description: Reads only (with O(firmware) it refreshes fwupd's metadata); the same answer as a real run.
     support: full
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
@@ -160,6 +173,15 @@ problems:
   type: list
   elements: str
   returned: always
+firmware:
+  description:
+    - With O(firmware), the updates fwupd offers, one per device, C(device_id), C(name), C(vendor), C(plugin),
+      C(version), C(update_version) (the release C(fwupdmgr update) installs), C(releases), C(summary), C(remote),
+      C(device_flags) and C(release_flags), C(line) (the device, its version and the update's, for a person) and
+      C(argv) (the command that installs it); else empty.
+  type: list
+  elements: dict
+  returned: always
 warnings_list:
   description: What is accepted but worth saying (a known-bad kernel accepted with a reason).
   type: list
@@ -176,10 +198,11 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd
+
 _INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)")
 _REMV = re.compile(r"^Remv (?P<name>\S+)")
 _KERNEL_IMAGE = re.compile(r"^linux-image-(?P<release>\d\S*)$")
-_VMLINUZ = re.compile(r"^vmlinuz-(?P<release>\d\S*)$")
 
 
 def parse_simulation(text):
@@ -208,24 +231,35 @@ def parse_simulation(text):
 
 
 def release_key(release):
-    """Order kernel releases as Ubuntu's GRUB menu does (its default entry is the newest): by their numbers."""
+    """Order kernel releases by their numbers (1100 after 1032), as linux-version and GRUB's version sort do."""
     numbers = [int(n) for n in re.findall(r"\d+", release)]
     return numbers, release
 
 
-def installed_kernels(boot_dir):
+def vmlinuz_target(boot_dir):
+    """The release the <boot_dir>/vmlinuz link names, or None without the link."""
     try:
-        names = os.listdir(boot_dir)
+        target = os.path.basename(os.readlink(os.path.join(boot_dir, "vmlinuz")))
     except OSError:
-        return []
-    return sorted((m.group("release") for m in map(_VMLINUZ.match, names) if m), key=release_key)
+        return None
+    return target[len("vmlinuz-"):] if target.startswith("vmlinuz-") else None
 
 
 def next_kernel(boot_dir, running, new_kernels=()):
-    """The kernel the next boot starts: GRUB's default entry on Ubuntu, the newest of the installed kernels and
-    the ones the upgrade brings (GRUB_DEFAULT=0; a host that boots another entry is told so by grub_default)."""
-    candidates = set(new_kernels) | set(installed_kernels(boot_dir))
-    return max(candidates, key=release_key) if candidates else running
+    """The kernel the next boot starts: the target of <boot_dir>/vmlinuz, else the running one; in a plan, where
+    the upgrade's kernel packages will move that link (to a new kernel newer than its target).
+
+    The one definition of the next boot's kernel; the health probe (roles/fleet_health/files/
+    sparkfleet-health-probe.py, next_boot_kernel) cannot import it (a standalone script on the host) and carries
+    the same lines, which tests/unit/roles/test_fleet_health_probe.py proves agree on the same trees.
+    What this assumes: GRUB's default entry on Ubuntu and DGX OS (GRUB_DEFAULT=0) is the first one grub-mkconfig's
+    10_linux writes, the newest /boot/vmlinuz-<release> in version order. A kernel package's postinst
+    (linux-update-symlinks) points /boot/vmlinuz at the kernel just installed, whatever its version, and a
+    removal leaves the link alone. The two agree as updates bring newer kernels, and differ when an older kernel
+    is installed after a newer one: then GRUB boots the newer one and this answer is wrong (a known limit; the
+    simulated Sparks boot the link's target)."""
+    current = vmlinuz_target(boot_dir) or running
+    return max([current] + list(new_kernels), key=release_key)
 
 
 def branch_of(version):
@@ -243,14 +277,17 @@ class Host(object):
     def __init__(self, module):
         self.module = module
 
-    def run(self, argv):
-        rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C"})
+    def run(self, argv, environ=None):
+        rc, out, err = self.module.run_command(argv, environ_update=environ or {"LC_ALL": "C"})
         return rc, out or "", err or ""
 
     def installed(self, name):
-        # The second letter is the state (ii, or hi for a held package such as the driver's)
-        rc, out, dummy = self.run(["dpkg-query", "--show", "--showformat", "${db:Status-Abbrev}", name])
-        return rc == 0 and out[1:2] == "i"
+        # dpkg's own reading (plugins/module_utils/dpkg.py, as gb10_facts reads every package): installed, held or not
+        dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
+        return name in dpkg.parse_dpkg_query(out)[0]
+
+    def bin_path(self, name):
+        return self.module.get_bin_path(name)
 
     def module_version(self, params, kernel):
         rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", "version", params["module"]])
@@ -368,6 +405,7 @@ def judge(plan, params):
                 "sparkfleet.gb10.nvidia_driver is missing or outranked; run site.yml (tags nvidia_driver) first"
                 % (item["name"], item["to"], moved[0], branch))
     problems.extend(plan.pop("_config_problems", []))
+    problems.extend(plan.pop("_firmware_problems", []))
     bad = plan["known_bad"]
     if bad:
         line = "the next boot's kernel %s is known bad on Sparks: %s (%s). Fix: %s" % (
@@ -378,6 +416,22 @@ def judge(plan, params):
             problems.append(line + "; or, to accept it, set os_update_accept_kernel_reason with why")
     plan["problems"], plan["warnings_list"], plan["safe"] = problems, warnings, not problems
     return plan
+
+
+def firmware_updates(host, params):
+    """([updates fwupd offers], problem or None): fwupd's metadata refreshed, then its offer."""
+    program = host.bin_path(params["fwupdmgr"])
+    if not program:
+        return [], ("firmware updates are on (os_update_firmware) but %s is not installed: install fwupd, or turn "
+                    "them off" % params["fwupdmgr"])
+    try:
+        fwupd.check_refresh(*host.run(fwupd.refresh_argv(program), fwupd.ENVIRON))
+        offer = fwupd.parse_updates(*host.run(fwupd.get_updates_argv(program), fwupd.ENVIRON))
+        return [dict(item, line=fwupd.describe(item), argv=fwupd.update_argv(item["device_id"], program))
+                for item in offer], None
+    except fwupd.FwupdError as exc:
+        return [], ("fwupd cannot say which firmware updates it offers (%s). Fix fwupd (its remotes: fwupdmgr "
+                    "get-remotes), or turn firmware updates off (os_update_firmware)" % exc)
 
 
 def run(module):
@@ -398,9 +452,14 @@ def run(module):
     kernel = next_kernel(params["boot_dir"], running, new)
     nvidia = module_state(host, params, kernel, packages)
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
+    firmware, firmware_problem = [], None
+    if params["firmware"] and params["stage"] == "planned":
+        firmware, firmware_problem = firmware_updates(host, params)
     plan = {"running_kernel": running, "next_kernel": kernel, "new_kernels": new, "packages": packages,
             "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
-            "install": nvidia["install"], "_config_problems": config_problems(host, params, kernel)}
+            "install": nvidia["install"], "firmware": firmware,
+            "_config_problems": config_problems(host, params, kernel),
+            "_firmware_problems": [firmware_problem] if firmware_problem else []}
     return judge(plan, params)
 
 
@@ -422,6 +481,8 @@ def main():
             proc_osrelease=dict(type="path", default="/proc/sys/kernel/osrelease"),
             modinfo=dict(type="str", default="modinfo"),
             module=dict(type="str", default="nvidia"),
+            firmware=dict(type="bool", default=False),
+            fwupdmgr=dict(type="str", default="fwupdmgr"),
         ),
         supports_check_mode=True,
     )

@@ -10,7 +10,8 @@ one-token completion with the endpoint's API key), each vLLM and Ray unit
 member count, the loaded kernel
 module against the user-space driver, the fabric MTU and a don't-fragment ping
 to every peer, that the kernel the next boot starts has the NVIDIA module of
-the pinned branch (an update made by hand is caught before the reboot), the
+the pinned branch and is not one the rule book knows as bad on Sparks (an
+update made by hand is caught before the reboot), the
 memory left (MemAvailable) and the memory pressure (PSI); and
 exports the last benchmark sweep (playbooks/benchmark.yml)
 where the host keeps one. It writes the results as Prometheus text-format metrics into
@@ -64,6 +65,8 @@ METRICS = {
     "sparkfleet_kernel_info": ("gauge", "The running kernel and the one the next boot starts (/boot/vmlinuz)."),
     "sparkfleet_next_boot_nvidia_module": ("gauge", "1 when the kernel the next boot starts has the NVIDIA kernel module "
                                                     "of the pinned driver branch; 0 means no GPU after the next reboot."),
+    "sparkfleet_next_boot_kernel_known_bad": ("gauge", "1 when the kernel the next boot starts is on the rule book's "
+                                                       "known-bad list (rule kernel_updates), else 0."),
     "sparkfleet_benchmark_output_tokens_per_second": ("gauge", "Output tokens per second of the last benchmark sweep, "
                                                                "summed over the concurrent requests, by concurrency."),
     "sparkfleet_benchmark_ttft_p99_seconds": ("gauge", "p99 time to first token of the last benchmark sweep."),
@@ -341,8 +344,11 @@ def driver_samples(module_version, userspace_version):
 
 
 def next_boot_kernel(boot_dir, running):
-    """The kernel release the next boot starts: the target of <boot_dir>/vmlinuz (Ubuntu keeps it on the newest
-    installed kernel, which GRUB boots by default), else the running one."""
+    """The kernel release the next boot starts: the target of <boot_dir>/vmlinuz, else the running one.
+
+    The definition of plugins/modules/os_update_plan.py (next_kernel, which says why the link: GRUB's default
+    entry is the newest installed kernel, and the kernel packages keep the link on it), repeated here because
+    this script runs alone on the host; tests/unit/roles/test_fleet_health_probe.py proves both agree."""
     try:
         target = os.path.basename(os.readlink(os.path.join(boot_dir, "vmlinuz")))
     except OSError:
@@ -350,19 +356,31 @@ def next_boot_kernel(boot_dir, running):
     return target[len("vmlinuz-"):] if target.startswith("vmlinuz-") else running
 
 
-def kernel_samples(running, next_boot, module_version, branch):
-    """Samples of the kernel check, and the failure line (None when the next boot keeps the GPU)."""
+def kernel_samples(running, next_boot, module_version, kernel):
+    """Samples of the kernel check, and the failure lines: the next boot's kernel without the NVIDIA module of the
+    branch, or on the rule book's known-bad list. KERNEL is the probe's kernel settings: branch, module_package
+    and headers_package (patterns with {branch} and {kernel}) and known_bad_kernels, from rule kernel_updates."""
+    branch = kernel.get("branch")
     ok = bool(module_version) and (not branch or module_version.split(".")[0] == str(branch))
+    bad = next((item for item in kernel.get("known_bad_kernels") or [] if item.get("release") == next_boot), None)
     samples = [("sparkfleet_kernel_info", {"running": running or UNKNOWN, "next_boot": next_boot or UNKNOWN}, 1),
                ("sparkfleet_next_boot_nvidia_module", {"kernel": next_boot or UNKNOWN, "branch": str(branch or ""),
-                                                       "version": module_version or "none"}, ok)]
-    if ok:
-        return samples, None
-    found = ("has NVIDIA module %s, not of the %s branch" % (module_version, branch) if module_version
-             else "has no NVIDIA kernel module")
-    return samples, ("kernel: the next boot's kernel %s %s: after a reboot this host has no GPU. Install "
-                     "linux-modules-nvidia-%s-open-%s (or boot the running kernel %s) before rebooting"
-                     % (next_boot, found, branch, next_boot, running))
+                                                       "version": module_version or "none"}, ok),
+               ("sparkfleet_next_boot_kernel_known_bad", {"kernel": next_boot or UNKNOWN}, bad is not None)]
+    failures = []
+    if not ok:
+        names = [pattern.format(branch=branch, kernel=next_boot) for pattern in
+                 (kernel.get("module_package"), kernel.get("headers_package")) if pattern]
+        found = ("has NVIDIA module %s, not of the %s branch" % (module_version, branch) if module_version
+                 else "has no NVIDIA kernel module")
+        failures.append("kernel: the next boot's kernel %s %s: after a reboot this host has no GPU. Install %s "
+                        "(or boot the running kernel %s) before rebooting"
+                        % (next_boot, found, " (DGX OS), or with the DKMS driver ".join(names) or "its module",
+                           running))
+    if bad is not None:
+        failures.append("kernel: the next boot's kernel %s is known bad on Sparks: %s (%s). Fix: %s"
+                        % (next_boot, bad.get("why"), ", ".join(bad.get("sources") or []), bad.get("fix")))
+    return samples, failures
 
 
 def benchmark_samples(sweep):
@@ -546,10 +564,9 @@ def collect(config, runner=run, http_get=http):
         rc, out = runner([kernel.get("modinfo", "modinfo"), "-k", upcoming, "-F", "version",
                           kernel.get("module", "nvidia")], timeout)
         version = out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None
-        kernel_s, failure = kernel_samples(running, upcoming, version, kernel.get("branch"))
+        kernel_s, kernel_failures = kernel_samples(running, upcoming, version, kernel)
         samples += kernel_s
-        if failure:
-            failures.append(failure)
+        failures += kernel_failures
 
     memory = config.get("memory") or {}
     if memory:

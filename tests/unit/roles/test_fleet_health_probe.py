@@ -14,7 +14,8 @@ import threading
 
 import pytest
 
-from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts, os_update_plan
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 PROBE = os.path.join(REPO, "roles", "fleet_health", "files", "sparkfleet-health-probe.py")
@@ -408,8 +409,12 @@ def _kernel_tree(tmp_path, running, next_boot):
     if next_boot:
         os.symlink("vmlinuz-" + next_boot, str(boot / "vmlinuz"))
     (tmp_path / "osrelease").write_text(running + "\n")
+    # what the role renders into probe.json (vars/main.yml), from the rule book
     return {"boot_dir": str(boot), "modinfo": "/usr/sbin/modinfo", "proc_osrelease": str(tmp_path / "osrelease"),
-            "module": "nvidia", "branch": "580"}
+            "module": "nvidia", "branch": rulebook.setting("driver_branch"),
+            "module_package": rulebook.setting("nvidia_kernel_module_package"),
+            "headers_package": rulebook.setting("kernel_headers_package"),
+            "known_bad_kernels": rulebook.setting("known_bad_kernels")}
 
 
 def _modinfo(modules):
@@ -444,7 +449,31 @@ def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "none"}, False) in samples
     assert len(failures) == 1 and "6.17.0-1016-nvidia has no NVIDIA kernel module" in failures[0]
-    assert "linux-modules-nvidia-580-open-6.17.0-1016-nvidia" in failures[0]
+    assert ("Install linux-modules-nvidia-580-open-6.17.0-1016-nvidia (DGX OS), or with the DKMS driver "
+            "linux-headers-6.17.0-1016-nvidia (or boot the running kernel 6.17.0-1014-nvidia)") in failures[0]
+    assert ("sparkfleet_next_boot_kernel_known_bad", {"kernel": "6.17.0-1016-nvidia"}, False) in samples
+
+
+def test_the_package_names_come_from_the_probes_configuration(tmp_path):
+    """The probe names what the role rendered from the rule book, not a name of its own."""
+    config = {"kernel": dict(_kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia"),
+                             module_package="nvidia-kmod-{branch}-for-{kernel}", headers_package="")}
+    runner, dummy = _modinfo({})
+    dummy, failures = probe.collect(config, runner=runner)
+    assert "Install nvidia-kmod-580-for-6.17.0-1016-nvidia (or boot" in failures[0]
+    assert "linux-modules-nvidia" not in failures[0]
+
+
+def test_a_known_bad_next_kernel_is_flagged_with_the_rule_books_why_and_fix(tmp_path):
+    bad = rulebook.setting("known_bad_kernels")[0]
+    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1032-nvidia", bad["release"])}
+    runner, dummy = _modinfo({"6.17.0-1032-nvidia": "580.142", bad["release"]: "580.142"})
+    samples, failures = probe.collect(config, runner=runner)
+    assert ("sparkfleet_next_boot_kernel_known_bad", {"kernel": bad["release"]}, True) in samples
+    assert ("sparkfleet_next_boot_nvidia_module",
+            {"kernel": bad["release"], "branch": "580", "version": "580.142"}, True) in samples
+    assert failures == ["kernel: the next boot's kernel %s is known bad on Sparks: %s (%s). Fix: %s"
+                        % (bad["release"], bad["why"], ", ".join(bad["sources"]), bad["fix"])]
 
 
 def test_a_module_of_another_branch_is_no_gpu_either(tmp_path):
@@ -461,3 +490,38 @@ def test_without_the_vmlinuz_link_the_next_boot_is_the_running_kernel(tmp_path):
     runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
     samples, failures = probe.collect(config, runner=runner)
     assert calls[0][2] == "6.17.0-1014-nvidia" and failures == []
+
+
+def _tree(root, files, link):
+    boot = root / "boot"
+    boot.mkdir(parents=True)
+    for release in files:
+        (boot / ("vmlinuz-" + release)).write_text("")
+    if link:
+        os.symlink(link, str(boot / "vmlinuz"))
+    return str(boot)
+
+
+@pytest.mark.parametrize("files, link", [
+    (["6.17.0-1014-nvidia"], "vmlinuz-6.17.0-1014-nvidia"),
+    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], "vmlinuz-6.17.0-1016-nvidia"),
+    (["6.17.0-1032-nvidia", "6.17.0-1100-nvidia"], "vmlinuz-6.17.0-1100-nvidia"),
+    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], None),
+    ([], "vmlinuz-7.0.0-1019-nvidia"),  # dangling: an update made by hand, its image not written yet
+    (["6.17.0-1014-nvidia"], "/boot/vmlinuz-6.17.0-1014-nvidia"),  # an absolute link
+    (["6.17.0-1014-nvidia"], "bzImage"),  # not a kernel's link
+], ids=["one", "newer", "by-number", "no-link", "dangling", "absolute", "foreign"])
+def test_the_probe_and_the_os_update_plan_agree_on_the_next_boots_kernel(tmp_path, files, link):
+    """One definition of the next boot's kernel (os_update_plan.next_kernel); the probe, a standalone script on
+    the host, repeats it and must answer the same on the same tree."""
+    boot = _tree(tmp_path, files, link)
+    running = "6.17.0-1014-nvidia"
+    assert probe.next_boot_kernel(boot, running) == os_update_plan.next_kernel(boot, running)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_probe_and_the_os_update_plan_agree_on_the_recorded_sparks(variant):
+    boot = os.path.join(GB10, variant, "boot")
+    with open(os.path.join(GB10, variant, "proc", "sys", "kernel", "osrelease")) as handle:
+        running = handle.read().strip()
+    assert probe.next_boot_kernel(boot, running) == os_update_plan.next_kernel(boot, running)

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts as m
 from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
@@ -132,14 +133,14 @@ DPKG = os.path.join(FIXTURES, "..", "dpkg", "dpkg-query.txt")
 def test_parse_dpkg_query_keeps_installed_and_held_only():
     text = "ii \trsync\t3.2.7-1\nhi \tnvidia-driver-580-open\t580.142-0ubuntu1\nrc \tgone\t1.0\n" \
            "iU \thalf\t2.0\nun \tnever\t\n\ngarbage\n"
-    assert m.parse_dpkg_query(text) == ({"rsync": "3.2.7-1", "nvidia-driver-580-open": "580.142-0ubuntu1"},
-                                        ["nvidia-driver-580-open"])
+    assert dpkg.parse_dpkg_query(text) == ({"rsync": "3.2.7-1", "nvidia-driver-580-open": "580.142-0ubuntu1"},
+                                           ["nvidia-driver-580-open"])
 
 
 def test_packages_from_a_recorded_dpkg_query(tmp_path):
     fake = tmp_path / "dpkg-query"
-    fake.write_text("#!/bin/sh\n# the format is the module's own\n[ \"$3\" = '%s' ] || exit 2\n"
-                    "grep -v '^#' %s\n" % (m.DPKG_QUERY_FORMAT, DPKG))
+    fake.write_text("#!/bin/sh\n# the format is module_utils/dpkg.py's\n[ \"$3\" = '%s' ] || exit 2\n"
+                    "grep -v '^#' %s\n" % (dpkg.DPKG_QUERY_FORMAT, DPKG))
     fake.chmod(0o755)
     facts = facts_of("nominal", dpkg_query=str(fake))
     assert facts["missing"] == []

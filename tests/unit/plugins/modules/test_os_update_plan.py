@@ -5,6 +5,7 @@ exists for it, and the refusals of the rule book's kernel_updates and driver_bra
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -13,6 +14,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.modules import os_update_plan
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "apt_simulation")
+FWUPD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fwupd")
 RUNNING = "6.17.0-1014-nvidia"
 
 
@@ -21,16 +23,31 @@ def recorded(name):
         return handle.read()
 
 
+def fwupd_recorded(name):
+    """(rc, stdout, stderr) of a real fwupdmgr recording (tests/fixtures/fwupd/index.json)."""
+    with open(os.path.join(FWUPD, "index.json")) as handle:
+        rc = json.load(handle)[name]["rc"]
+    texts = []
+    for ext in ("out", "err"):
+        with open(os.path.join(FWUPD, "%s.%s" % (name, ext)), encoding="utf-8") as handle:
+            texts.append(handle.read())
+    return (rc,) + tuple(texts)
+
+
 class Host(object):
     """A stand-in for AnsibleModule: the host's kernel tree in tmp_path and the recorded answers of apt-get,
     dpkg-query and modinfo."""
 
     def __init__(self, tmp_path, simulation="", install=(0, "", ""), modules=None, kernels=(RUNNING,),
-                 installed=(), files=None, **params):
+                 installed=(), files=None, fwupd=None, **params):
         boot = tmp_path / "boot"
         boot.mkdir()
         for kernel in kernels:
             (boot / ("vmlinuz-" + kernel)).write_text("")
+        # as the kernel packages leave it (linux-update-symlinks): the link on the newest installed kernel
+        os.symlink("vmlinuz-" + max(kernels, key=os_update_plan.release_key), str(boot / "vmlinuz"))
+        # fwupdmgr's recorded answers, by subcommand; None: fwupd not installed
+        self.fwupd = fwupd
         (tmp_path / "osrelease").write_text(RUNNING + "\n")
         for name, text in (files or {}).items():
             (tmp_path / name).write_text(text)
@@ -48,23 +65,32 @@ class Host(object):
                            kernel_config_checks=rulebook.setting("kernel_config_checks"),
                            cmdline_files=[str(tmp_path / "grub"), str(tmp_path / "cmdline")],
                            accept_kernel_reason="", boot_dir=str(boot), proc_osrelease=str(tmp_path / "osrelease"),
-                           modinfo="modinfo", module="nvidia")
+                           modinfo="modinfo", module="nvidia", firmware=False, fwupdmgr="fwupdmgr")
         self.params.update(params)
 
     def run_command(self, argv, environ_update=None):
         self.calls.append(argv)
-        assert environ_update == {"LC_ALL": "C"}  # apt's and modinfo's words are read in English
         if argv[0] == "modinfo":
             version = self.modules.get(argv[2])
             return (0, version + "\n", "") if version else (1, "", "modinfo: ERROR: Module nvidia not found.\n")
         if argv[0] == "dpkg-query":
             # the driver's packages are held: "hi", installed all the same
-            return (0, "hi ", "") if argv[-1] in self.packages else (1, "", "no packages found matching %s" % argv[-1])
+            assert argv[1:4] == ["-W", "-f", "${db:Status-Abbrev}\t${Package}\t${Version}\n"], argv
+            if argv[-1] in self.packages:
+                return 0, "hi \t%s\t580.142-0ubuntu1\n" % argv[-1], ""
+            return 1, "", "dpkg-query: no packages found matching %s\n" % argv[-1]
+        if argv[0] == "/usr/bin/fwupdmgr":
+            assert environ_update == {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"} and argv[2:] == ["--json"], argv
+            return self.fwupd[argv[1]]
+        assert environ_update == {"LC_ALL": "C"}  # apt's and modinfo's words are read in English
         assert argv[:4] == ["apt-get", "-s", "-o", "Debug::NoLocking=1"], argv
         if argv[4] == "dist-upgrade":
             return (0, self.simulation, "")
         assert argv[4] == "install", argv
         return self.install
+
+    def get_bin_path(self, name):
+        return "/usr/bin/" + name if self.fwupd is not None else None
 
     def fail_json(self, **kwargs):
         raise AssertionError(kwargs["msg"])
@@ -240,3 +266,66 @@ def test_a_module_of_another_branch_is_refused(tmp_path):
     host = Host(tmp_path, modules={RUNNING: "590.44.01"}, stage="installed", userspace_version="")
     plan = os_update_plan.run(host)
     assert not plan["safe"] and "not the user-space driver's 580.* of branch 580" in plan["problems"][0]
+
+
+def test_the_next_boot_is_the_link_and_in_a_plan_where_the_upgrade_moves_it(tmp_path):
+    """The vmlinuz link, as the kernel packages keep it (on the newest installed kernel); in a plan, moved to a
+    new kernel newer than its target, as the new kernel's postinst will; without the link, the running kernel."""
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    assert os_update_plan.next_kernel(str(boot), RUNNING) == RUNNING
+    os.symlink("vmlinuz-6.17.0-1016-nvidia", str(boot / "vmlinuz"))
+    assert os_update_plan.next_kernel(str(boot), RUNNING) == "6.17.0-1016-nvidia"
+    assert os_update_plan.next_kernel(str(boot), RUNNING, ["6.17.0-1100-nvidia"]) == "6.17.0-1100-nvidia"
+    # an older kernel installed later does not move the link
+    assert os_update_plan.next_kernel(str(boot), RUNNING, ["6.17.0-1015-nvidia"]) == "6.17.0-1016-nvidia"
+
+
+def _fwupd(refresh="refresh", updates="get-updates-offer"):
+    return {"refresh": fwupd_recorded(refresh), "get-updates": fwupd_recorded(updates)}
+
+
+def test_firmware_updates_are_listed_from_fwupds_real_answer(tmp_path):
+    host = Host(tmp_path, recorded("good.txt"), firmware=True, fwupd=_fwupd())
+    plan = os_update_plan.run(host)
+    assert plan["safe"] and plan["firmware"] == [{
+        "device_id": "08d460be0f1f9f128413f816022a6439e0078018", "name": "Integrated Webcam\u2122",
+        "vendor": "ACME Corp.", "plugin": "test", "version": "1.2.2", "update_version": "1.2.4",
+        "releases": ["1.2.4", "1.2.3"], "summary": "Firmware for the ACME Corp Integrated Webcam",
+        "remote": "fwupd-tests",
+        "device_flags": ["updatable", "supported", "can-verify", "can-verify-image", "unsigned-payload",
+                         "can-emulation-tag"],
+        "release_flags": ["trusted-payload", "trusted-metadata", "is-upgrade"],
+        "line": "Integrated Webcam\u2122 1.2.2 -> 1.2.4",
+        "argv": ["/usr/bin/fwupdmgr", "update", "--assume-yes", "--no-reboot-check",
+                 "08d460be0f1f9f128413f816022a6439e0078018"]}]
+    # the metadata first, then the offer
+    assert [argv[1] for argv in host.calls if argv[0] == "/usr/bin/fwupdmgr"] == ["refresh", "get-updates"]
+
+
+def test_firmware_is_not_asked_when_off_or_when_proving(tmp_path):
+    plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), fwupd={}))
+    assert plan["firmware"] == [] and plan["safe"]
+    (tmp_path / "proof").mkdir()
+    proof = os_update_plan.run(Host(tmp_path / "proof", stage="installed", firmware=True, fwupd={}))
+    assert proof["firmware"] == [] and proof["safe"]
+
+
+@pytest.mark.parametrize("recording", ["get-updates-none", "get-updates-nodevice", "get-updates-none-text"])
+def test_nothing_to_install_is_no_firmware_and_safe(tmp_path, recording):
+    plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), firmware=True, fwupd=_fwupd(updates=recording)))
+    assert plan["firmware"] == [] and plan["safe"]
+
+
+def test_a_fwupd_that_cannot_refresh_makes_the_plan_unsafe_with_its_message(tmp_path):
+    plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), firmware=True,
+                                   fwupd=_fwupd(refresh="refresh-offline")))
+    assert not plan["safe"] and plan["firmware"] == []
+    assert ("fwupd cannot say which firmware updates it offers (fwupdmgr exited 101: Failed to download metadata "
+            "for lvfs: network is unreachable" in plan["problems"][0])
+    assert "os_update_firmware" in plan["problems"][0]
+
+
+def test_firmware_on_without_fwupd_is_refused(tmp_path):
+    plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), firmware=True))
+    assert not plan["safe"] and "fwupdmgr is not installed: install fwupd" in plan["problems"][0]

@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Firmware updates through fwupd: the commands, and what fwupdmgr's answers mean.
+
+Read against real recordings of fwupdmgr 2.0.20 (tests/fixtures/fwupd, README there). What the answers mean:
+
+- ``fwupdmgr get-updates --json`` prints ``{"Devices": [...]}``: each device that has an update, with its
+  current ``Version`` and its ``Releases``, newest first (the one ``fwupdmgr update`` installs). With nothing to
+  install it prints ``{"Devices": []}`` and exits 0; without ``--json`` the same exits 2 (NOTHING_TO_DO).
+- A failure with ``--json`` prints ``{"Error": {"Domain", "Code", "Message"}}`` and a non-zero exit code (a remote
+  that cannot be reached: 101 for ``refresh``).
+- ``fwupdmgr update --assume-yes --no-reboot-check DEVICE`` installs the newest release on DEVICE; it exits 0
+  whether it installed one or found nothing newer (then it names the device as up to date).
+
+Pure Python, no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import json
+
+# fwupdmgr's exit code when there is nothing to do (no update, no updatable device, metadata already current).
+NOTHING_TO_DO = 2
+# In the C locale, as the collection runs every command it reads.
+ENVIRON = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
+
+
+class FwupdError(Exception):
+    """fwupdmgr failed; the message says how, in fwupd's words."""
+
+
+def refresh_argv(fwupdmgr="fwupdmgr"):
+    """Download the metadata of the enabled remotes (as apt-get update does for packages)."""
+    return [fwupdmgr, "refresh", "--json"]
+
+
+def get_updates_argv(fwupdmgr="fwupdmgr"):
+    return [fwupdmgr, "get-updates", "--json"]
+
+
+def update_argv(device_id, fwupdmgr="fwupdmgr"):
+    """Install the newest release on one device; the reboot is the caller's (os_update's), not fwupdmgr's."""
+    return [fwupdmgr, "update", "--assume-yes", "--no-reboot-check", device_id]
+
+
+def _error(rc, out, err):
+    """fwupd's own message of a failure: the Error object of --json output, else the last line it printed."""
+    try:
+        message = json.loads(out).get("Error", {}).get("Message")
+    except (ValueError, AttributeError):
+        message = None
+    if not message:
+        lines = [line.strip() for line in ((err or "") + "\n" + (out or "")).splitlines()
+                 if line.strip() and not line.strip().endswith("%")]
+        message = lines[-1] if lines else "no output"
+    return "fwupdmgr exited %s: %s" % (rc, message)
+
+
+def check_refresh(rc, out, err):
+    """None when ``fwupdmgr refresh --json`` worked or had nothing to do, else raise FwupdError."""
+    if rc not in (0, NOTHING_TO_DO):
+        raise FwupdError(_error(rc, out, err))
+
+
+def parse_updates(rc, out, err=""):
+    """``fwupdmgr get-updates --json`` -> the updates it offers, one per device:
+    ``{device_id, name, vendor, plugin, version, update_version, releases, summary, remote, device_flags,
+    release_flags}`` (``update_version`` the release ``fwupdmgr update`` installs, ``releases`` every version on
+    offer, newest first). Raise FwupdError when fwupdmgr failed."""
+    if rc == NOTHING_TO_DO:
+        return []
+    try:
+        data = json.loads(out)
+    except ValueError:
+        raise FwupdError(_error(rc, out, err))
+    if not isinstance(data, dict) or rc != 0 or "Error" in data:
+        raise FwupdError(_error(rc, out, err))
+    updates = []
+    for device in data.get("Devices") or []:
+        releases = device.get("Releases") or []
+        if not releases:
+            continue
+        first = releases[0]
+        updates.append({
+            "device_id": device.get("DeviceId"),
+            "name": device.get("Name"),
+            "vendor": device.get("Vendor"),
+            "plugin": device.get("Plugin"),
+            "version": device.get("Version"),
+            "update_version": first.get("Version"),
+            "releases": [release.get("Version") for release in releases],
+            "summary": first.get("Summary"),
+            "remote": first.get("RemoteId"),
+            "device_flags": list(device.get("Flags") or []),
+            "release_flags": list(first.get("Flags") or []),
+        })
+    return updates
+
+
+def describe(update):
+    """One line for a person: the device, its version and the one the update brings."""
+    return "%s %s -> %s" % (update["name"], update["version"], update["update_version"])

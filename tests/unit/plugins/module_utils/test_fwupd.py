@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+"""fwupdmgr's answers read against real recordings (tests/fixtures/fwupd, README there): what a firmware
+update offers, nothing to do, and failures in fwupd's own words."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+
+
+def recorded(name):
+    with open(os.path.join(FIXTURES, "fwupd", "index.json")) as handle:
+        entry = json.load(handle)[name]
+    texts = []
+    for ext in ("out", "err"):
+        with open(os.path.join(FIXTURES, "fwupd", "%s.%s" % (name, ext)), encoding="utf-8") as handle:
+            texts.append(handle.read())
+    return entry, (entry["rc"],) + tuple(texts)
+
+
+def test_the_recordings_were_made_with_the_commands_the_collection_runs():
+    assert recorded("refresh-offline")[0]["argv"] == fwupd.refresh_argv()
+    assert recorded("get-updates-offer")[0]["argv"] == fwupd.get_updates_argv()
+    device = "08d460be0f1f9f128413f816022a6439e0078018"
+    assert recorded("update")[0]["argv"] == fwupd.update_argv(device)
+
+
+def test_an_offer_names_the_device_its_version_and_the_release_update_installs():
+    offer = fwupd.parse_updates(*recorded("get-updates-offer")[1])
+    assert [fwupd.describe(u) for u in offer] == ["Integrated Webcam\u2122 1.2.2 -> 1.2.4"]
+    assert offer[0]["releases"] == ["1.2.4", "1.2.3"] and offer[0]["remote"] == "fwupd-tests"
+    # the device the offer names is the one the update then installed
+    history = json.loads(recorded("get-history")[1][1])["Devices"]
+    assert [(d["DeviceId"], d["Releases"][0]["Version"]) for d in history] == [(offer[0]["device_id"], "1.2.4")]
+
+
+@pytest.mark.parametrize("name", ["get-updates-none", "get-updates-nodevice", "get-updates-none-text",
+                                  "get-updates-nodevice-text"])
+def test_nothing_to_do_is_an_empty_offer(name):
+    assert fwupd.parse_updates(*recorded(name)[1]) == []
+
+
+def test_a_failure_says_what_fwupd_said():
+    with pytest.raises(fwupd.FwupdError, match=r"exited 101: Failed to download metadata for lvfs"):
+        fwupd.check_refresh(*recorded("refresh-offline")[1])
+    assert fwupd.check_refresh(*recorded("refresh")[1]) is None
+    # text where JSON was asked for is not an offer
+    with pytest.raises(fwupd.FwupdError, match="exited 1: boom"):
+        fwupd.parse_updates(1, "", "Idle\u2026: 0%\nboom\n")
+
+
+def test_dpkg_reads_packages_as_gb10_facts_does():
+    """One reading of dpkg-query for os_update_plan and gb10_facts: gb10_facts asks with dpkg's command line."""
+    from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
+    with open(os.path.join(FIXTURES, "dpkg", "dpkg-query.txt")) as handle:
+        text = handle.read()
+    asked = []
+
+    def run(argv):
+        asked.append(argv)
+        return 0, text, ""
+
+    assert gb10_facts.gather_packages("dpkg-query", run, []) == dpkg.parse_dpkg_query(text)
+    assert asked == [dpkg.query_argv("dpkg-query")]
