@@ -13,6 +13,9 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios run by `make test`; `make molecule SCENARIOS=nccl` runs one.
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 SIM_INVENTORY   := inventories/sim
+# inventories/sim names its connection literally (SSH): a templated ansible_connection is rendered again for every
+# task on every host. SPARKFLEET_SIM_CONNECTION=docker reaches the same hosts by docker exec instead.
+SIM_CONNECTION  := $(if $(filter docker,$(SPARKFLEET_SIM_CONNECTION)),-i tests/sim/docker-connection.yml)
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
@@ -82,7 +85,7 @@ monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric
 preflight: venv ## Preflight over every example inventory (passes) and every broken one (fails as expected)
 	python tests/preflight/run.py
 
-molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
+molecule: setup ## Molecule scenarios in containers, over SSH (SCENARIOS=... to pick; SPARKFLEET_SIM_CONNECTION=docker: docker exec)
 	@set -e; for s in $(SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; \
 	  molecule test -s $$s; \
@@ -91,19 +94,19 @@ molecule: setup ## Molecule scenarios in containers (SCENARIOS=... to pick)
 test: setup lint sanity changelog-check unit contract monitoring preflight build docs-site-test molecule ## Everything CI runs: lint, ansible-test sanity, changelog fragments, unit tests, contract, alert rules/dashboard, preflight cases, build, the docs site in a browser, Molecule
 	@echo "make test: all passed"
 
-sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2)
+sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2, reached over SSH; see tests/sim/README.md)
 	ansible-playbook tests/sim/create.yml -e @tests/sim/fleet.yml
-	ansible-playbook tests/sim/demo_prepare.yml -i $(SIM_INVENTORY)
+	ansible-playbook tests/sim/demo_prepare.yml -i $(SIM_INVENTORY) $(SIM_CONNECTION)
 
 sim-down: venv ## Remove the simulated fleet
 	ansible-playbook tests/sim/destroy.yml -e @tests/sim/fleet.yml
 
-demo: sim-up ## site.yml against the simulated fleet; it ends with the fleet table
+demo: sim-up ## site.yml against the simulated fleet over SSH (SPARKFLEET_SIM_CONNECTION=docker: docker exec); it ends with the fleet table
 	@cat tests/sim/DEMO.txt
-	ansible-playbook site.yml -i $(SIM_INVENTORY)
+	ansible-playbook site.yml -i $(SIM_INVENTORY) $(SIM_CONNECTION)
 
 demo-report: venv ## After make demo: each sim host's driver pin and gpu-memory-utilization arithmetic
-	ansible-playbook playbooks/demo_report.yml -i $(SIM_INVENTORY)
+	ansible-playbook playbooks/demo_report.yml -i $(SIM_INVENTORY) $(SIM_CONNECTION)
 
 # On a machine with an NVIDIA GPU and nvcc only (never in make test: CI has no GPU).
 GPU_CHECK_CAPS  ?= native 12.1
@@ -111,6 +114,7 @@ gpu-check: ## On a GPU host: host_facts + nccl (real sources, nccl-tests, verdic
 	tools/gpu-check.sh $(GPU_CHECK_CAPS)
 
 bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/results.md)
+	$(VENV)/bin/pip install -q py-spy==0.4.3 mitogen==0.3.54
 	tools/bench.sh
 
 chaos: venv ## After make demo: faults on the simulated fleet, each timed to recovery; fails if one does not recover

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local base image of the test bed (no registry is reachable):
-# Debian bookworm with systemd as PID 1, python3, netplan and the tools DGX OS
-# ships. The tag carries a hash of this recipe, so a changed recipe builds a new
-# image and an unchanged one is reused (a second run takes well under a second).
+# Debian bookworm with systemd as PID 1, python3, netplan, OpenSSH's server and
+# the tools DGX OS ships (tests/sim/create.yml gives each host its own key and
+# reaches it over SSH, as the controller reaches a Spark). The tag carries a hash
+# of this recipe, so a changed recipe builds a new image and an unchanged one is
+# reused (a second run takes well under a second).
 set -euo pipefail
 
-packages="systemd,systemd-sysv,dbus,udev,python3,python3-apt,python3-venv,iproute2,iputils-ping,netplan.io,sudo,gpgv,ca-certificates,procps,kmod,make,git"
+packages="systemd,systemd-sysv,dbus,udev,python3,python3-apt,python3-venv,iproute2,iputils-ping,netplan.io,sudo,gpgv,ca-certificates,procps,kmod,make,git,openssh-server,openssh-sftp-server"
 suite=bookworm
 mirror=http://deb.debian.org/debian
 repo=${SPARKFLEET_IMAGE_REPO:-sparkfleet/spark-sim}

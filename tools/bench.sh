@@ -4,7 +4,8 @@
 # the no-op rerun's floor (tools/bench_floor.py), then places a
 # ~1 GiB checkpoint on both hosts two ways (tools/bench_models.py), times the
 # nccl stage on four hosts built once and built everywhere (tools/bench_nccl.py), times the
-# host-level stages on two and eight hosts (tools/bench_scale.py), and writes
+# host-level stages on two and eight hosts (tools/bench_scale.py), the no-op rerun over SSH and docker exec and
+# with each engine in turns, with a profile of the controller (tools/bench_engines.py), and writes
 # the figures with the machine they ran on to bench/results.md. Each run goes
 # through ansible-runner (tools/bench.py): changed counts come from its stats.
 set -euo pipefail
@@ -58,6 +59,14 @@ trap 'rm -f "$before"' EXIT
   echo "controller CPU is ansible-playbook, its forks and the docker CLI they start; tools/bench_scale.py."
   echo
   python3 tools/bench_scale.py --hosts 2,8 --runs "$runs"
+  echo
+  echo "## Connections and engines, in turns on the same fleet"
+  echo
+  echo "The no-op rerun of site.yml on the fleet of the first section (inventories/sim), each way of running it"
+  echo "in turn: SSH (what users have), docker exec, SSH without the warm_plugins callback, the free strategy,"
+  echo "Mitogen; then where the controller's CPU went in one more rerun (tools/bench_engines.py)."
+  echo
+  python3 tools/bench_engines.py --runs "$runs" --profile
 } | tee "$out.tmp"
 # The faults section is make chaos's (tools/chaos.py): keep it.
 if [ -f "$out" ] && grep -q '^## Faults survived' "$out"; then
