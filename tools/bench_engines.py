@@ -28,13 +28,14 @@ import collections
 import importlib.util
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_scale import children_cpu  # tools/: the same rusage of the runs' processes
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WARM = "sparkfleet.gb10.warm_plugins"
@@ -85,11 +86,6 @@ def recap(stdout):
     return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "skipped": int(m.group(4))}
             for m in re.finditer(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=\d+\s+skipped=(\d+)",
                                  stdout, re.M)}
-
-
-def children_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def noop(name, env, extra, prefix=None):

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_engines import recap  # tools/
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,8 +39,8 @@ def worktree(rev):
 
 
 def changed_counts(stdout):
-    """{host: changed} from the PLAY RECAP of an ansible-playbook run."""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
+    """{host: changed} from the PLAY RECAP of an ansible-playbook run (tools/bench_engines.py reads the recap)."""
+    return {host: counts["changed"] for host, counts in recap(stdout).items()}
 
 
 def run(tree, inventory):

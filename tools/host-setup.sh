@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs and starts what the test bed needs on the controller: Debian's
-# docker.io and debootstrap, prometheus for promtool (`make monitoring`), and a
-# running dockerd. Safe to run twice.
+# docker.io and debootstrap, openssh-client (the simulated Sparks are reached over SSH,
+# tests/sim/README.md), prometheus for promtool (`make monitoring`), and a running dockerd.
+# Safe to run twice.
 set -euo pipefail
 
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "host-setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
