@@ -107,34 +107,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-
-
-def tokens_per_second(completion_tokens, elapsed):
-    """Completion tokens over the measured seconds, rounded to 0.1; 0.0 without either."""
-    try:
-        tokens, seconds = int(completion_tokens or 0), float(elapsed or 0)
-    except (TypeError, ValueError):
-        return 0.0
-    if tokens <= 0 or seconds <= 0:
-        return 0.0
-    return round(tokens / seconds, 1)
-
-
-def summarise(status, elapsed, body):
-    """The module's result for an answer (status, seconds, raw body)."""
-    result = {"status": status, "elapsed": round(elapsed, 3), "completion_tokens": 0, "tokens_per_second": 0.0,
-              "text": ""}
-    try:
-        answer = json.loads(body) if body else None
-    except ValueError:
-        answer = None
-    if isinstance(answer, dict):
-        result["json"] = answer
-        result["completion_tokens"] = int((answer.get("usage") or {}).get("completion_tokens") or 0)
-        choices = answer.get("choices") or [{}]
-        result["text"] = str(choices[0].get("text") or "")
-    result["tokens_per_second"] = tokens_per_second(result["completion_tokens"], elapsed)
-    return result
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import summarise
 
 
 def main():

