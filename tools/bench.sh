@@ -55,8 +55,10 @@ trap 'rm -f "$before"' EXIT
   echo "## Scale: the host-level stages on two and eight hosts"
   echo
   echo "site.yml --tags driver,network,nccl (preflight and its facts included; no vLLM) on simulated Sparks of"
-  echo "their own (containers scale-bench-N): a first converge, then no-op reruns that change nothing;"
-  echo "controller CPU is ansible-playbook, its forks and the docker CLI they start; tools/bench_scale.py."
+  echo "their own (containers scale-bench-N): a first converge over SSH, then no-op reruns that change nothing,"
+  echo "over SSH (as users reach Sparks) and docker exec in turns on the same hosts; controller CPU is"
+  echo "ansible-playbook, its forks and the ssh or docker clients they start (not the SSH masters, which"
+  echo "detach); tools/bench_scale.py."
   echo
   python3 tools/bench_scale.py --hosts 2,8 --runs "$runs"
   echo

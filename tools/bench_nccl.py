@@ -7,11 +7,13 @@ rsync are put there by an untimed warm-up, so neither case pays for them).
 
 The hosts are containers of the sim harness (tests/sim/create.yml) with the nccl
 scenario's preparation (molecule/nccl/prepare.yml: nvcc from PyPI, the stand-in NCCL
-sources); the fleet is removed at the end. Prints the markdown table on stdout, one
+sources); the fleet is removed at the end. The controller reaches them over SSH as
+inventories/sim does (each host's key and ssh_config entry from tests/sim/create.yml), or
+by ``docker exec`` with ``--connection docker``. Prints the markdown table on stdout, one
 line per run on stderr; exits non-zero when a run failed or did not compile on the
 expected number of hosts.
 
-    python3 tools/bench_nccl.py [--hosts 4] [--runs 3]
+    python3 tools/bench_nccl.py [--hosts 4] [--runs 3] [--connection ssh|docker]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import tempfile
 
 import runner_events
+from bench_scale import CONNECTIONS, connection_vars  # tools/: how inventories/sim reaches its hosts
 
 TOP = runner_events.TOP
 PLAYBOOK = os.path.join(TOP, "tools", "bench_nccl.yml")
@@ -36,12 +39,12 @@ def fleet_vars(hosts):
             "sim_platforms": [{"name": "%s-%d" % (PREFIX, i + 1)} for i in range(hosts)]}
 
 
-def inventory(directory, hosts):
-    """The bench fleet: docker connection, a fabric address each, the sim's group_vars."""
+def inventory(directory, hosts, connection="ssh"):
+    """The bench fleet: reached over CONNECTION as inventories/sim reaches its hosts (bench_scale.connection_vars),
+    a fabric address each, the sim's group_vars."""
     data = {"sparks": {"hosts": dict(
-        ("%s-%d" % (PREFIX, i + 1), {"ansible_connection": "community.docker.docker",
-                                     "sparkfleet_fabric_address": "192.168.79.%d" % (11 + i)})
-        for i in range(hosts))}}
+        ("%s-%d" % (PREFIX, i + 1), {"sparkfleet_fabric_address": "192.168.79.%d" % (11 + i)}) for i in range(hosts)),
+        "vars": connection_vars(connection)}}
     with open(os.path.join(directory, "hosts.json"), "w") as handle:
         json.dump(data, handle)
     os.symlink(os.path.join(TOP, "tests", "sim", "group_vars"), os.path.join(directory, "group_vars"))
@@ -61,9 +64,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connection", choices=CONNECTIONS, default="ssh",
+                        help="how the controller reaches the hosts (default: %(default)s)")
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="sparkfleet-bench-nccl.")
-    inv = inventory(scratch, args.hosts)
+    inv = inventory(scratch, args.hosts, args.connection)
     fleet = os.path.join(scratch, "fleet.json")
     with open(fleet, "w") as handle:
         json.dump(fleet_vars(args.hosts), handle)

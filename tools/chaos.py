@@ -20,7 +20,8 @@ Faults (``--faults`` picks; all by default, in this order):
   a completion answers. The eater is bounded by a cgroup limit and earlyoom reads a simulated Spark's meminfo, never
   the test machine's: see tools/chaos_memory.py.
 - ``host-restart``: ``docker restart`` of the follower's container (a reboot); recovered when
-  a completion answers and both Ray members are alive, with the fabric address and MTU back,
+  a completion answers, both Ray members are alive and the follower takes a new SSH login (as users
+  reach it: ``ssh -F`` the sim's ssh_config, see ``ssh()``), with the fabric address and MTU back,
   the firewall table loaded, the firewall before the network and the Ray worker, the
   network before vLLM, and the NVIDIA device-node unit before vLLM and the Ray worker. A container gets docker's
   interface name at each start where a Spark's udev gives
@@ -142,6 +143,8 @@ INDEPENDENT = os.path.join(REPO, "inventories", "sim-independent")
 INDEPENDENT_MODELS = {HEAD: "tiny-a", FOLLOWER: "tiny-b"}
 ROLL_SETTING = ("max_num_seqs", 2, "--max-num-seqs 2")
 LOGS = os.path.join(REPO, "build", "chaos")
+# The ssh_config tests/sim/create.yml writes for the simulated hosts (sim_ssh_config, tests/sim/group_vars/all/sim.yml).
+SIM_SSH_CONFIG = os.path.join(os.environ.get("SPARKFLEET_CACHE") or "/var/cache/sparkfleet", "sim-ssh", "config")
 LOAD_STOP = "/run/sparkfleet-chaos-load.stop"
 SECTION = "## Faults survived (make chaos)"
 
@@ -204,6 +207,18 @@ def sh(host, command, env=None, check=False, timeout=120, script=None, stdin=Non
     if check and proc.returncode != 0:
         raise SystemExit("chaos: %s: %s failed (rc %d): %s" % (host, command, proc.returncode, proc.stderr.strip()))
     return proc
+
+
+def ssh(host, command, timeout=30):
+    """COMMAND on a simulated host over a new SSH login, the way users reach a Spark (its key, its address now:
+    SIM_SSH_CONFIG), not through a master connection, so sshd itself must let it in. The checks of a fault use
+    sh() (docker exec); this proves the host reachable. rc 255 when the login failed or timed out."""
+    argv = ["ssh", "-F", SIM_SSH_CONFIG, "-n", "-o", "ControlPath=none", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+            host, command]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 255, "", "no answer over SSH in %s s" % timeout)
 
 
 def show(host, unit, *props):
@@ -408,9 +423,12 @@ def fault_host_restart(key, limit, problems):
     name_fabric_port_at_boot()
     subprocess.run(["docker", "restart", FOLLOWER], check=True, capture_output=True, timeout=300)
     start = time.monotonic()
-    seconds = wait(lambda: serving(key) and ray_members_alive() == 2, limit, step=3)
+    seconds = wait(lambda: serving(key) and ray_members_alive() == 2 and ssh(FOLLOWER, "true").returncode == 0, limit,
+                   step=3)
     if seconds is None:
-        return None, "docker restart %s" % FOLLOWER
+        login = ssh(FOLLOWER, "true")
+        return None, "docker restart %s; then an SSH login %s" % (
+            FOLLOWER, "worked" if login.returncode == 0 else "failed: %s" % login.stderr.strip()[-200:])
     link = sh(FOLLOWER, "ip -o -4 addr show dev %s; ip -o link show dev %s" % (FABRIC_IFNAME, FABRIC_IFNAME)).stdout
     table = sh(FOLLOWER, "nft list table inet sparkfleet >/dev/null && echo loaded").stdout.strip()
     entered = dict((unit, int(show(FOLLOWER, unit, "ActiveEnterTimestampMonotonic")["ActiveEnterTimestampMonotonic"] or 0))
@@ -424,9 +442,9 @@ def fault_host_restart(key, limit, problems):
     if late:
         problems.append("host-restart: out of order at boot: %s (%s)" % ("; ".join(late), entered))
     return time.monotonic() - start, ("docker restart %s; fabric address and MTU 9000 back, firewall table loaded, %s; "
-                                      "a completion answered and both Ray members alive"
+                                      "a completion answered, both Ray members alive, an SSH login to %s worked"
                                       % (FOLLOWER, ", ".join("%s < %s" % (a.replace(".service", ""), b.replace(".service", ""))
-                                                             for a, b in BOOT_ORDER)))
+                                                             for a, b in BOOT_ORDER), FOLLOWER))
 
 
 def playbook(name, *args):
@@ -559,7 +577,7 @@ def main(argv=None):
             seconds, what = fault_crash_loop(key, args.limit, problems)
         elif fault == "memory-pressure":
             seconds, what = chaos_memory.fault_memory_pressure(types.SimpleNamespace(
-                sh=sh, show=show, wait=wait, serving=serving, host=HEAD, unit=UNIT, ray_head=RAY_HEAD),
+                sh=sh, ssh=ssh, show=show, wait=wait, serving=serving, host=HEAD, unit=UNIT, ray_head=RAY_HEAD),
                 key, args.limit, problems)
         elif fault == "host-restart":
             seconds, what = fault_host_restart(key, args.limit, problems)

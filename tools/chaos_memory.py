@@ -15,11 +15,11 @@ role, its choice of victim among the host's real processes, the signal) is the r
 
 Passes when: earlyoom sent its signal to a process of the vLLM unit (a name its prefer pattern matches), to nothing
 else; the eater was not killed and stayed under its limit; systemd restarted the vLLM unit (new MainPID) and a
-completion answered (the time to recovery, from the eater's start); the host answered a command every
-HEARTBEAT_S the whole time (the slowest answer is reported); journald, dbus, networkd, logind and the Ray head kept
-their MainPID; and the running guard's own arguments avoid sshd and sshd-session and never prefer them (the sim image
-has no sshd). The drop-in, the view and both transient units are removed after, and earlyoom is restarted on the
-host's real /proc/meminfo.
+completion answered (the time to recovery, from the eater's start); the host took a new SSH login (as users reach
+it: ctx.ssh, tools/chaos.py's ssh()) and answered its command every HEARTBEAT_S the whole time (the slowest answer is
+reported); journald, dbus, networkd, logind and the Ray head kept their MainPID; and the running guard's own arguments
+avoid sshd and sshd-session and never prefer them. The drop-in, the view and both transient units are removed after,
+and earlyoom is restarted on the host's real /proc/meminfo.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _pids_of(sh, host, unit):
 
 
 def fault_memory_pressure(ctx, key, limit, problems):
-    """Run the fault on ctx.host (ctx: sh, show, wait, serving, host, unit, ray_head). Returns (seconds or None,
+    """Run the fault on ctx.host (ctx: sh, ssh, show, wait, serving, host, unit, ray_head). Returns (seconds or None,
     what was checked)."""
     sh, show, host, unit = ctx.sh, ctx.show, ctx.host, ctx.unit
     if show(host, GUARD, "ActiveState").get("ActiveState") != "active":
@@ -201,15 +201,25 @@ def fault_memory_pressure(ctx, key, limit, problems):
             problems.append("memory-pressure: the eater's cgroup limit is %r, not %d MiB: stopped before it ate"
                             % (bound, EAT_LIMIT_MIB))
             return None, "eater unbounded"
-        # The host must answer all along: one command every HEARTBEAT_S until the eater is done.
-        slowest, answers = 0.0, 0
+        # The host must answer all along, over SSH as users reach it: a new login and one command every HEARTBEAT_S
+        # until the eater is done (ssh's own failures are rc 255; then docker exec asks how the eater is).
+        slowest, answers, missed = 0.0, 0, []
         while time.monotonic() - start < 120:
             asked = time.monotonic()
-            state = sh(host, "systemctl show -p ActiveState --value %s" % EATER_UNIT, timeout=30).stdout.strip()
-            slowest, answers = max(slowest, time.monotonic() - asked), answers + 1
+            beat = ctx.ssh(host, "systemctl show -p ActiveState --value %s" % EATER_UNIT, timeout=30)
+            slowest = max(slowest, time.monotonic() - asked)
+            if beat.returncode == 255:
+                missed.append("%.1f s: %s" % (asked - start, beat.stderr.strip()[-200:]))
+                beat = sh(host, "systemctl show -p ActiveState --value %s" % EATER_UNIT, timeout=30)
+            else:
+                answers += 1
+            state = beat.stdout.strip()
             if state not in ("active", "activating"):
                 break
             time.sleep(HEARTBEAT_S)
+        if missed:
+            problems.append("memory-pressure: %d SSH login(s) to %s failed during the pressure: %s"
+                            % (len(missed), host, "; ".join(missed[:3])))
         eater = show(host, EATER_UNIT, "Result", "ExecMainStatus", "ExecMainCode")
         journal = sh(host, "journalctl -u %s --since @%s -o short-unix --no-pager" % (GUARD, since.split(".")[0])).stdout
         sent = [s for s in parse_sent(journal) if s[0] is None or s[0] >= float(since)]
@@ -230,8 +240,8 @@ def fault_memory_pressure(ctx, key, limit, problems):
         then = [m.group(1) for m in map(AFTER_RE.search, journal.splitlines()) if m]
         detail = ("head: earlyoom (-m %s) on a simulated %d MiB Spark (%d MiB available); an eater under MemoryMax "
                   "%d MiB took %d MiB per %.1f s; earlyoom acted after %s s: %s%s; the eater then gave its memory "
-                  "back; the host answered %d commands, slowest %.1f s; sshd and sshd-session avoided by the "
-                  "running guard's pattern" % (
+                  "back; the host answered %d new SSH logins, slowest %.1f s; sshd and sshd-session avoided by the running "
+                  "guard's pattern" % (
                       argv[argv.index("-m") + 1] if "-m" in argv else "?", SPARK_KIB // 1024, AVAILABLE_KIB // 1024,
                       EAT_LIMIT_MIB, EAT_STEP_MIB, EAT_PACE_S, acted,
                       ", ".join("%s to %s %s (badness %d, %d MiB)" % (s[1], s[3], s[2], s[4], s[5]) for s in sent)

@@ -106,3 +106,24 @@ def test_ray_is_the_one_the_head_unit_starts(monkeypatch):
     monkeypatch.setattr(chaos, "show", lambda host, unit, *props: {})
     with pytest.raises(SystemExit, match="no ExecStart path"):
         chaos.ray_bin()
+
+
+def test_reachability_is_a_new_ssh_login_with_the_sims_ssh_config(monkeypatch):
+    seen = []
+
+    def run(argv, **kwargs):
+        seen.append((argv, kwargs))
+        if argv[-1] == "sleep 60":
+            raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+        return subprocess.CompletedProcess(argv, 0, "active\n", "")
+
+    monkeypatch.setattr(chaos.subprocess, "run", run)
+    assert chaos.ssh(chaos.FOLLOWER, "true").returncode == 0
+    argv, kwargs = seen[0]
+    # the file tests/sim/create.yml writes (sim_ssh_config), each host's key and address in it; no master's session
+    assert argv[:3] == ["ssh", "-F", chaos.SIM_SSH_CONFIG] and argv[-2:] == [chaos.FOLLOWER, "true"]
+    assert chaos.SIM_SSH_CONFIG.endswith("/sim-ssh/config")
+    assert "ControlPath=none" in argv and "BatchMode=yes" in argv and "-n" in argv
+    assert kwargs["timeout"] == 30
+    # a login that hangs reads as ssh's own failure
+    assert chaos.ssh(chaos.FOLLOWER, "sleep 60", timeout=1).returncode == 255
