@@ -4,13 +4,11 @@ against a local HTTP server that answers like a vLLM endpoint with an API key.""
 
 from __future__ import annotations
 
-import http.server
 import importlib.util
 import json
 import os
 import re
 import stat
-import threading
 
 import pytest
 
@@ -206,54 +204,11 @@ def test_missing_fabric_interface_reads_as_mtu_zero(tmp_path):
     assert ("sparkfleet_fabric_mtu", {"ifname": "nope"}, 0) in samples
 
 
-class FakeVllm(http.server.BaseHTTPRequestHandler):
-    """Answers like `vllm serve --api-key`: /health open, /v1/* only with the bearer key."""
-
-    key = "k-123"
-    served = "tiny"
-    broken_completion = False
-
-    def log_message(self, *_args):
-        pass
-
-    def _answer(self, status, body):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _authorized(self):
-        return self.headers.get("Authorization") == "Bearer " + self.key
-
-    def do_GET(self):
-        if self.path == "/health":
-            return self._answer(200, {})
-        if not self._authorized():
-            return self._answer(401, {"error": "Unauthorized"})
-        if self.path == "/v1/models":
-            return self._answer(200, {"object": "list", "data": [{"id": self.served, "object": "model"}]})
-        return self._answer(404, {})
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if not self._authorized():
-            return self._answer(401, {"error": "Unauthorized"})
-        if self.broken_completion:
-            return self._answer(500, {"error": "EngineDeadError"})
-        assert body["max_tokens"] == 1 and body["model"] == self.served
-        return self._answer(200, {"choices": [{"text": " Paris"}], "usage": {"completion_tokens": 1}})
-
-
 @pytest.fixture()
-def endpoint():
-    server = http.server.HTTPServer(("127.0.0.1", 0), FakeVllm)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    FakeVllm.broken_completion = False
+def vllm(serve_vllm):
+    """A stand-in for `vllm serve --api-key k-123` serving tiny (tests/unit/fake_vllm.py): /health open, /v1/*
+    only with the bearer key; it answers a completion " Paris"."""
+    return serve_vllm("tiny", served="tiny", key="k-123", complete=lambda body, nth: " Paris")[0]
 
 
 def _run_main(tmp_path, port, key_text):
@@ -273,26 +228,30 @@ def _value(samples, name, **labels):
     return samples[(name, frozenset(labels.items()))]
 
 
-def test_main_healthy_endpoint_with_key(tmp_path, endpoint):
-    samples = _run_main(tmp_path, endpoint, "VLLM_API_KEY=k-123\n")
-    assert _value(samples, "sparkfleet_vllm_endpoint_up", model="tiny", port=str(endpoint)) == 1
+def test_main_healthy_endpoint_with_key(tmp_path, vllm):
+    port = vllm.port
+    samples = _run_main(tmp_path, port, "VLLM_API_KEY=k-123\n")
+    assert _value(samples, "sparkfleet_vllm_endpoint_up", model="tiny", port=str(port)) == 1
     for check in ("health", "models", "completion"):
-        assert _value(samples, "sparkfleet_vllm_endpoint_check", model="tiny", port=str(endpoint), check=check) == 1
+        assert _value(samples, "sparkfleet_vllm_endpoint_check", model="tiny", port=str(port), check=check) == 1
     assert _value(samples, "sparkfleet_health_probe_last_run_timestamp_seconds") > 1.7e9
+    assert [(r["model"], r["max_tokens"]) for r in vllm.requests] == [("tiny", 1)]  # one token of its served name
 
 
-def test_main_without_the_key_file_is_unauthorized(tmp_path, endpoint):
-    samples = _run_main(tmp_path, endpoint, None)
-    labels = {"model": "tiny", "port": str(endpoint)}
+def test_main_without_the_key_file_is_unauthorized(tmp_path, vllm):
+    port = vllm.port
+    samples = _run_main(tmp_path, port, None)
+    labels = {"model": "tiny", "port": str(port)}
     assert _value(samples, "sparkfleet_vllm_endpoint_up", **labels) == 0
     assert _value(samples, "sparkfleet_vllm_endpoint_check", check="health", **labels) == 1
     assert _value(samples, "sparkfleet_vllm_endpoint_check", check="models", **labels) == 0
 
 
-def test_main_wedged_engine_fails_the_completion_only(tmp_path, endpoint):
-    FakeVllm.broken_completion = True
-    samples = _run_main(tmp_path, endpoint, "VLLM_API_KEY=k-123\n")
-    labels = {"model": "tiny", "port": str(endpoint)}
+def test_main_wedged_engine_fails_the_completion_only(tmp_path, vllm):
+    port = vllm.port
+    vllm.complete = lambda body, nth: (500, {"error": "EngineDeadError"})
+    samples = _run_main(tmp_path, port, "VLLM_API_KEY=k-123\n")
+    labels = {"model": "tiny", "port": str(port)}
     assert _value(samples, "sparkfleet_vllm_endpoint_check", check="health", **labels) == 1
     assert _value(samples, "sparkfleet_vllm_endpoint_check", check="completion", **labels) == 0
     assert _value(samples, "sparkfleet_vllm_endpoint_up", **labels) == 0

@@ -4,10 +4,8 @@ as verify runs it, with the role's defaults and an endpoint as the fleet plan gi
 correctness_check picks the form (known answers from the rule book, or only the determinism ask), the verdict
 lands in the endpoint's result, and an endpoint that answers fluent garbage with 200 fails verify."""
 
-import http.server
 import json
 import os
-import threading
 
 import pytest
 
@@ -16,8 +14,6 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 KNOWN = rulebook.setting("known_answers")
 GARBAGE = " the harbour lights were dim and the ferry left late that evening"
-with open(os.path.join(REPO, "tests", "fixtures", "vllm", "metrics-cpu-0.19.0-tiny.txt")) as _handle:
-    METRICS = _handle.read()
 
 
 def right(prompt):
@@ -27,53 +23,14 @@ def right(prompt):
     return " four five six"
 
 
-class StandIn(http.server.BaseHTTPRequestHandler):
-    """/v1/models, /v1/completions and /metrics of an endpoint without a key (api_key: none)."""
-
-    served = "tiny-tp"
-    answer = staticmethod(right)
-    prompts = []
-
-    def log_message(self, *_args):
-        pass
-
-    def _send(self, status, data, kind="application/json"):
-        data = data if isinstance(data, bytes) else json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        if self.path == "/v1/models":
-            return self._send(200, {"object": "list", "data": [{"id": self.served, "object": "model"}]})
-        if self.path == "/metrics":
-            return self._send(200, METRICS.encode(), "text/plain; version=0.0.4")
-        return self._send(404, {"error": "Not Found"})
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path != "/v1/completions" or body.get("model") != self.served:
-            return self._send(404, {"error": "Not Found"})
-        StandIn.prompts.append(body["prompt"])
-        text = StandIn.answer(body["prompt"])
-        tokens = min(body["max_tokens"], len(text.split()))
-        return self._send(200, {"object": "text_completion", "model": self.served,
-                                "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
-                                "usage": {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": 5 + tokens}})
-
-
 @pytest.fixture()
-def port():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    StandIn.prompts = []
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-    StandIn.answer = staticmethod(right)
+def answering(serve_vllm):
+    """answering(answer=right) -> the handler of a stand-in vLLM without a key (tests/unit/fake_vllm.py), its
+    /v1/models, /metrics (the recording) and /v1/completions, answered with the text ``answer(prompt)`` gives."""
+
+    def start(answer=right):
+        return serve_vllm(complete=lambda body, nth: answer(body["prompt"]))[0]
+    return start
 
 
 PLAY = """
@@ -109,24 +66,24 @@ def _verify(tmp_path, port, **entry):
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
 
-def test_an_entry_asks_the_known_answers_and_keeps_the_verdict(tmp_path, port):
-    proc, results = _verify(tmp_path, port)
+def test_an_entry_asks_the_known_answers_and_keeps_the_verdict(tmp_path, answering):
+    vllm = answering()
+    proc, results = _verify(tmp_path, vllm.port)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert [r["correctness"] for r in results] == ["answers %d/%d" % (len(KNOWN), len(KNOWN))]
     determinism = rulebook.setting("determinism_prompt")
-    assert [item["prompt"] for item in KNOWN] + [determinism, determinism] == StandIn.prompts[1:]
+    assert [item["prompt"] for item in KNOWN] + [determinism, determinism] == [r["prompt"] for r in vllm.requests][1:]
 
 
-def test_an_entry_with_the_check_off_gets_only_the_determinism_ask(tmp_path, port):
-    StandIn.answer = staticmethod(lambda prompt: GARBAGE)
-    proc, results = _verify(tmp_path, port, correctness_check=False, correctness_check_off_reason="random weights")
+def test_an_entry_with_the_check_off_gets_only_the_determinism_ask(tmp_path, answering):
+    vllm = answering(lambda prompt: GARBAGE)
+    proc, results = _verify(tmp_path, vllm.port, correctness_check=False, correctness_check_off_reason="random weights")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert [r["correctness"] for r in results] == ["same twice"]
-    assert not set(item["prompt"] for item in KNOWN) & set(StandIn.prompts[1:])
+    assert not set(item["prompt"] for item in KNOWN) & set(r["prompt"] for r in vllm.requests[1:])
 
 
-def test_fluent_garbage_with_200_fails_verify(tmp_path, port):
-    StandIn.answer = staticmethod(lambda prompt: GARBAGE)
-    proc, results = _verify(tmp_path, port)
+def test_fluent_garbage_with_200_fails_verify(tmp_path, answering):
+    proc, results = _verify(tmp_path, answering(lambda prompt: GARBAGE).port)
     assert proc.returncode != 0 and results is None
     assert "answered 0 of %d known-answer prompts right" % len(KNOWN) in proc.stdout, proc.stdout[-4000:]

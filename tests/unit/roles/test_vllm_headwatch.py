@@ -4,14 +4,12 @@ server on localhost), and when it restarts the follower."""
 
 from __future__ import annotations
 
-import http.server
 import importlib.util
 import os
-import socket
-import threading
-import time
 
 import pytest
+
+from fake_vllm import closed_port  # tests/unit/fake_vllm.py
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 PROGRAM = os.path.join(REPO, "roles", "vllm_service", "files", "sparkfleet-vllm-headwatch.py")
@@ -22,52 +20,27 @@ _spec.loader.exec_module(headwatch)
 UP, DOWN, UNKNOWN = headwatch.UP, headwatch.DOWN, headwatch.UNKNOWN
 
 
-class _Health(http.server.BaseHTTPRequestHandler):
-    status = 200
-    delay = 0.0
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        time.sleep(self.delay)
-        self.send_response(self.status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *_args):
-        pass
-
-
 @pytest.fixture
-def server():
-    handler = type("Handler", (_Health,), {})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield handler, "http://127.0.0.1:%d/health" % httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def _closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
+def server(serve_vllm):
+    """(handler, /health URL) of a stand-in head (tests/unit/fake_vllm.py), healthy until the test sets its
+    ``health`` status."""
+    handler, url = serve_vllm("head")
+    return handler, url + "/health"
 
 
 def test_observe_reads_a_real_server(server):
     handler, url = server
     assert headwatch.observe(url, timeout=2) == UP
-    handler.status = 503  # vLLM answers 503 once its engine is dead
+    handler.health = 503  # vLLM answers 503 once its engine is dead
     assert headwatch.observe(url, timeout=2) == DOWN
-    handler.status = 404
+    handler.health = 404
     assert headwatch.observe(url, timeout=2) == UNKNOWN
-    handler.status, handler.delay = 200, 1.0
+    handler.health, handler.delay = 200, 1.0
     assert headwatch.observe(url, timeout=0.2) == UNKNOWN  # slow is not gone
 
 
 def test_observe_a_refused_connection_is_down():
-    assert headwatch.observe("http://127.0.0.1:%d/health" % _closed_port(), timeout=2) == DOWN
+    assert headwatch.observe("http://127.0.0.1:%d/health" % closed_port(), timeout=2) == DOWN
 
 
 def test_a_head_that_answered_then_went_away_restarts_the_follower_after_n_failures():

@@ -3,9 +3,7 @@
 run by ansible-playbook against a real HTTP server on 127.0.0.1 that answers 200 (right, garbage, or differently
 the second time)."""
 
-import http.server
 import json
-import threading
 
 import pytest
 
@@ -191,52 +189,19 @@ def test_an_endpoint_that_does_not_answer_stops_the_gate_at_once(answer, words):
 
 
 # ------------------------------------------------------------------ the module against a real HTTP server
-class FakeVllm(http.server.BaseHTTPRequestHandler):
-    """/v1/completions as vLLM answers it (200, choices[0].text, usage), with the text ``answer_of(prompt, nth)``
-    gives; it keeps every request body and refuses a missing or wrong key."""
-
-    key = "sk-verify-not-for-printing"
-    answer_of = staticmethod(_right)
-    requests = []
-
-    def log_message(self, *_args):
-        pass
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.headers.get("Authorization") != "Bearer " + self.key:
-            return self._send(401, {"error": "Unauthorized"})
-        if self.path != "/v1/completions":
-            return self._send(404, {"error": "Not Found"})
-        nth = sum(1 for r in FakeVllm.requests if r["prompt"] == body["prompt"])
-        FakeVllm.requests.append(body)
-        text = FakeVllm.answer_of(body["prompt"], nth)
-        tokens = min(body["max_tokens"], max(1, len(text.split())))
-        return self._send(200, {"id": "cmpl-%d" % len(FakeVllm.requests), "object": "text_completion",
-                                "model": body["model"],
-                                "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
-                                "usage": {"prompt_tokens": 5, "completion_tokens": tokens,
-                                          "total_tokens": 5 + tokens}})
-
-    def _send(self, status, answer):
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+KEY = "sk-verify-not-for-printing"
 
 
 @pytest.fixture()
-def endpoint():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeVllm)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    FakeVllm.requests = []
-    yield "http://127.0.0.1:%d/v1/completions" % server.server_address[1]
-    server.shutdown()
-    server.server_close()
-    FakeVllm.answer_of = staticmethod(_right)
+def answering(serve_vllm):
+    """answering(answer_of=_right) -> (handler, /v1/completions URL) of a stand-in vLLM (tests/unit/fake_vllm.py)
+    that answers 200 with the text ``answer_of(prompt, nth)`` gives, keeps every request body and refuses a
+    missing or wrong key."""
+
+    def start(answer_of=_right):
+        handler, url = serve_vllm(key=KEY, complete=lambda body, nth: answer_of(body["prompt"], nth))
+        return handler, url + "/v1/completions"
+    return start
 
 
 # The settings come from the rule book through the lookup, as roles/fleet_verify/tasks/endpoints.yml passes them.
@@ -266,51 +231,53 @@ PLAY = """
 """
 
 
-def _module(tmp_path, url, known=True, key=FakeVllm.key):
+def _module(tmp_path, url, known=True, key=KEY):
     out = tmp_path / "result.json"
     proc = local_playbook(tmp_path, PLAY, extra_vars={"url": url, "out": str(out), "known": str(known), "key": key})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     text = out.read_text()
-    assert FakeVllm.key not in text and FakeVllm.key not in proc.stdout  # api_key is no_log
+    assert KEY not in text and KEY not in proc.stdout  # api_key is no_log
     return json.loads(text)
 
 
-def test_module_passes_an_endpoint_that_answers_the_expected_words(tmp_path, endpoint):
-    result = _module(tmp_path, endpoint)
+def test_module_passes_an_endpoint_that_answers_the_expected_words(tmp_path, answering):
+    vllm, url = answering()
+    result = _module(tmp_path, url)
     assert not result.get("failed"), result.get("msg")
     assert result["form"] == "known-answers" and result["correct"] == len(KNOWN) and result["deterministic"]
     assert result["summary"] == "answers %d/%d" % (len(KNOWN), len(KNOWN)) and result["changed"] is False
     # greedy, each known prompt once with its max_tokens, then the determinism prompt twice
-    assert [(r["prompt"], r["max_tokens"], r["temperature"], r["model"]) for r in FakeVllm.requests] == \
+    assert [(r["prompt"], r["max_tokens"], r["temperature"], r["model"]) for r in vllm.requests] == \
         [(item["prompt"], rulebook.setting("known_answers_max_tokens"), 0, "tiny-tp") for item in KNOWN] + \
         [(PROMPT, rulebook.setting("determinism_max_tokens"), 0, "tiny-tp")] * 2
 
 
-def test_module_fails_an_endpoint_that_answers_fluent_garbage_with_200(tmp_path, endpoint):
-    FakeVllm.answer_of = staticmethod(lambda prompt, nth: GARBAGE)
-    result = _module(tmp_path, endpoint)
+def test_module_fails_an_endpoint_that_answers_fluent_garbage_with_200(tmp_path, answering):
+    _vllm, url = answering(lambda prompt, nth: GARBAGE)
+    result = _module(tmp_path, url)
     assert result["failed"] is True and result["correct"] == 0 and result["deterministic"] is True
     assert result["msg"].startswith("%s (model tiny-tp) answered 0 of %d known-answer prompts right" % (
-        endpoint, len(KNOWN)))
+        url, len(KNOWN)))
     assert "rule moe_backend" in result["msg"] and vc.shorten(KNOWN[0]["prompt"]) in result["msg"]
 
 
-def test_module_fails_an_endpoint_that_answers_differently_the_second_time(tmp_path, endpoint):
-    FakeVllm.answer_of = staticmethod(lambda prompt, nth: _right(prompt, nth) + (" eight" if nth else ""))
-    result = _module(tmp_path, endpoint)
+def test_module_fails_an_endpoint_that_answers_differently_the_second_time(tmp_path, answering):
+    _vllm, url = answering(lambda prompt, nth: _right(prompt, nth) + (" eight" if nth else ""))
+    result = _module(tmp_path, url)
     assert result["failed"] is True and result["correct"] == len(KNOWN) and result["deterministic"] is False
     assert "two different answers to the same greedy prompt" in result["msg"]
     assert "known-answer prompts right" not in result["msg"]
 
 
-def test_module_without_known_answers_asks_only_the_determinism_prompt(tmp_path, endpoint):
-    FakeVllm.answer_of = staticmethod(lambda prompt, nth: GARBAGE)
-    result = _module(tmp_path, endpoint, known=False)
+def test_module_without_known_answers_asks_only_the_determinism_prompt(tmp_path, answering):
+    vllm, url = answering(lambda prompt, nth: GARBAGE)
+    result = _module(tmp_path, url, known=False)
     assert not result.get("failed"), result.get("msg")
     assert result["form"] == "determinism" and result["summary"] == "same twice"
-    assert [r["prompt"] for r in FakeVllm.requests] == [PROMPT, PROMPT]
+    assert [r["prompt"] for r in vllm.requests] == [PROMPT, PROMPT]
 
 
-def test_module_fails_naming_the_status_when_the_key_is_refused(tmp_path, endpoint):
-    result = _module(tmp_path, endpoint, key="sk-wrong-key")
-    assert result["failed"] is True and "answered 401 to" in result["msg"] and FakeVllm.requests == []
+def test_module_fails_naming_the_status_when_the_key_is_refused(tmp_path, answering):
+    vllm, url = answering()
+    result = _module(tmp_path, url, key="sk-wrong-key")
+    assert result["failed"] is True and "answered 401 to" in result["msg"] and vllm.requests == []
