@@ -12,6 +12,8 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios run by `make test`; `make molecule SCENARIOS=nccl` runs one.
 SCENARIOS       ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+# Scenarios at a time (tools/molecule_jobs.py: each its own containers, network and log; most of a scenario is waiting).
+MOLECULE_JOBS   ?= 2
 SIM_INVENTORY   := inventories/sim
 # inventories/sim names its connection literally (SSH): a templated ansible_connection is rendered again for every
 # task on every host. SPARKFLEET_SIM_CONNECTION=docker reaches the same hosts by docker exec instead.
@@ -85,14 +87,14 @@ monitoring: venv ## Alert rules and dashboard: promtool check/test rules, metric
 preflight: venv ## Preflight over every example inventory (passes) and every broken one (fails as expected)
 	python tests/preflight/run.py
 
-molecule: setup ## Molecule scenarios in containers, over SSH (SCENARIOS=... to pick; SPARKFLEET_SIM_CONNECTION=docker: docker exec)
-	@set -e; for s in $(SCENARIOS); do \
-	  echo "=== molecule test -s $$s"; \
-	  molecule test -s $$s; \
-	done
+molecule: setup ## Molecule scenarios in containers, over SSH, MOLECULE_JOBS (2) at a time (SCENARIOS=... to pick; SPARKFLEET_SIM_CONNECTION=docker: docker exec)
+	python3 tools/molecule_jobs.py --jobs $(MOLECULE_JOBS) $(SCENARIOS)
 
-test: setup lint sanity changelog-check unit contract monitoring preflight build docs-site-test molecule ## Everything CI runs: lint, ansible-test sanity, changelog fragments, unit tests, contract, alert rules/dashboard, preflight cases, build, the docs site in a browser, Molecule
-	@echo "make test: all passed"
+TEST_STEPS      := setup lint sanity changelog-check unit contract monitoring preflight build docs-site-test molecule
+test: ## Everything CI runs: lint, ansible-test sanity, changelog fragments, unit tests, contract, alert rules/dashboard, preflight cases, build, the docs site in a browser, Molecule
+	@set -e; took=""; for t in $(TEST_STEPS); do \
+	  start=$$(date +%s); $(MAKE) --no-print-directory $$t; took="$$took $$t=$$(( $$(date +%s) - start ))s"; \
+	done; echo "make test: all passed; seconds per step:$$took"
 
 sim-up: setup ## Start the simulated two-Spark fleet (containers spark-1, spark-2, reached over SSH; see tests/sim/README.md)
 	ansible-playbook tests/sim/create.yml -e @tests/sim/fleet.yml

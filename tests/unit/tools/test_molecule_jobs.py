@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+"""tools/molecule_jobs.py: scenarios longest first, JOBS at a time, each log printed whole, no new start after a
+failure. The scenarios are short shell commands standing in for `molecule test -s NAME`."""
+
+import io
+import os
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import molecule_jobs  # noqa: E402
+
+
+def scripted(tmp_path, scripts):
+    """A command for Jobs: each scenario runs its shell script, with MARK a directory the scripts may use."""
+    def command(name):
+        return ["/bin/sh", "-c", scripts[name].replace("MARK", str(tmp_path))]
+    return command
+
+
+def test_longest_first_and_unknown_ones_before_all(monkeypatch):
+    assert molecule_jobs.order(["host_facts", "site", "brand_new", "cluster", "site"]) == [
+        "brand_new", "site", "cluster", "host_facts"]
+
+
+def test_every_scenario_of_the_tree_has_a_typical_time():
+    scenarios = sorted(name for name in os.listdir(os.path.join(REPO, "molecule"))
+                       if os.path.isfile(os.path.join(REPO, "molecule", name, "molecule.yml")))
+    assert scenarios and sorted(molecule_jobs.TYPICAL_SECONDS) == scenarios
+
+
+def test_two_at_a_time_and_each_log_printed_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(molecule_jobs, "LOGS", str(tmp_path / "logs"))
+    # site waits until cluster has started: only two running side by side lets both finish.
+    scripts = {
+        "site": "echo site-1; i=0; while [ ! -e MARK/cluster ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; "
+                "[ -e MARK/cluster ] && echo site-2",
+        "cluster": "touch MARK/cluster; echo cluster-1; sleep 0.2; echo cluster-2",
+        "driver": "echo driver-1",
+    }
+    out = io.StringIO()
+    jobs = molecule_jobs.Jobs(list(scripts), 2, command=scripted(tmp_path, scripts), out=out)
+    jobs.run()
+    text = out.getvalue()
+    assert not jobs.failed and sorted(result[0] for result in jobs.results) == ["cluster", "driver", "site"]
+    # Each scenario's lines come together, between its own header and its verdict.
+    for name, lines in (("site", ["site-1", "site-2"]), ("cluster", ["cluster-1", "cluster-2"]), ("driver", ["driver-1"])):
+        block = text.split("=== molecule test -s %s: output\n" % name)[1].split("=== molecule test -s %s: passed" % name)[0]
+        assert block.split() == lines
+    assert (tmp_path / "logs" / "site.log").read_text().split() == ["site-1", "site-2"]
+
+
+def test_one_at_a_time_would_not_have_met(tmp_path, monkeypatch):
+    monkeypatch.setattr(molecule_jobs, "LOGS", str(tmp_path / "logs"))
+    scripts = {"site": "i=0; while [ ! -e MARK/cluster ] && [ $i -lt 10 ]; do sleep 0.05; i=$((i+1)); done; "
+                       "[ -e MARK/cluster ]",
+               "cluster": "touch MARK/cluster"}
+    jobs = molecule_jobs.Jobs(list(scripts), 1, command=scripted(tmp_path, scripts), out=io.StringIO())
+    jobs.run()
+    assert jobs.failed and [result[0] for result in jobs.results if result[1]] == ["site"]
+
+
+def test_after_a_failure_nothing_new_starts_and_the_exit_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(molecule_jobs, "LOGS", str(tmp_path / "logs"))
+    scripts = {"site": "echo broken; exit 3", "cluster": "touch MARK/cluster-ran", "driver": "touch MARK/driver-ran"}
+    out = io.StringIO()
+    jobs = molecule_jobs.Jobs(list(scripts), 1, command=scripted(tmp_path, scripts), out=out)
+    jobs.run()
+    summary = jobs.summary(1.0)
+    assert jobs.failed and [result[0] for result in jobs.results] == ["site"]
+    assert not (tmp_path / "cluster-ran").exists() and not (tmp_path / "driver-ran").exists()
+    assert "FAILED (rc 3)" in out.getvalue() and "broken" in out.getvalue()
+    assert "| cluster | not started (an earlier one failed) | |" in summary
