@@ -101,7 +101,7 @@ def bench_argvs():
 # release, each with the reason; the test prints them. Keep this short.
 NOT_FOR_THE_RELEASE = {
     "NCCL_HOME": "the NCCL install prefix in roles/nccl/templates/nccl.env.j2, for nccl-tests' build "
-                 "(roles/nccl/tasks/tests.yml) and for people; verify requires the line. libnccl never reads it.",
+                 "(roles/nccl/tasks/tests_build.yml) and for people; verify requires the line. libnccl never reads it.",
 }
 
 
