@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkfleet.gb10 developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Reading an answer of vLLM's OpenAI-compatible ``/v1/completions``.
+"""The request to vLLM's OpenAI-compatible ``/v1/completions`` and the reading of its answer.
 
 Shared by the modules that ask an endpoint for a completion: ``vllm_completion`` (one timed completion, the
-tokens/s of the fleet table) and ``vllm_ready`` (the readiness gate of ``vllm_service``). An answer is ready
+tokens/s of the fleet table), ``vllm_ready`` (the readiness gate of ``vllm_service``) and ``vllm_correctness``
+(the request only). An answer is ready
 when it came with 200, has at least one choice and ``usage.completion_tokens`` above 0: a wedged engine still
 answers ``/health``, and a 200 without tokens is no completion.
 """
@@ -14,6 +15,16 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+
+
+def completion_request(model, prompt, max_tokens, api_key=""):
+    """(headers, JSON body) of one greedy request to vLLM's /v1/completions (temperature 0), with the endpoint's
+    bearer key when there is one: the one shape the readiness gate, the timed completion and the correctness
+    asks send."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    return headers, json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
 
 
 def tokens_per_second(completion_tokens, elapsed):

@@ -102,12 +102,11 @@ json:
   type: dict
 """
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import summarise
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import completion_request, summarise
 
 
 def main():
@@ -123,10 +122,7 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
-    headers = {"Content-Type": "application/json"}
-    if p["api_key"]:
-        headers["Authorization"] = "Bearer " + p["api_key"]
-    payload = json.dumps({"model": p["model"], "prompt": p["prompt"], "max_tokens": p["max_tokens"], "temperature": 0})
+    headers, payload = completion_request(p["model"], p["prompt"], p["max_tokens"], p["api_key"])
     start = time.monotonic()
     response, info = fetch_url(module, p["url"], data=payload, headers=headers, method="POST", timeout=p["timeout"])
     body = response.read() if response else info.get("body", b"")

@@ -187,6 +187,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import completion_request
 
 FORMS = ("known-answers", "determinism")
 SHOWN_CHARS = 80
@@ -384,12 +385,9 @@ def main():
     wrong = check_inputs(p["known_answers"], p["min_correct"])
     if wrong:
         module.fail_json(msg="%s: %s (rule book known_answers)" % (p["url"], wrong))
-    headers = {"Content-Type": "application/json"}
-    if p["api_key"]:
-        headers["Authorization"] = "Bearer " + p["api_key"]
 
     def ask(prompt, max_tokens):
-        payload = json.dumps({"model": p["model"], "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+        headers, payload = completion_request(p["model"], prompt, max_tokens, p["api_key"])
         response, info = fetch_url(module, p["url"], data=payload, headers=headers, method="POST",
                                    timeout=p["timeout"])
         body = response.read() if response else info.get("body", b"")

@@ -157,7 +157,6 @@ endpoints:
       sample: ""
 """
 
-import json
 import threading
 import time
 
@@ -165,7 +164,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import choices_of, is_ready, summarise
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import choices_of, completion_request, is_ready, summarise
 
 # Longest one /health poll may wait for its answer: a healthy server answers at once, a starting one may not
 # listen yet (refused at once) or hang while it loads; the deadline still cuts it short.
@@ -214,10 +213,7 @@ def wait_for_health(url, start, timeout, interval, clock=time.monotonic, sleep=t
 def ask_completion(endpoint, prompt, max_tokens, request_timeout, tries, retry_delay, clock=time.monotonic,
                    sleep=time.sleep):
     """(summary of the last answer as module_utils.vllm_answer.summarise gives it, error text, tries made)."""
-    headers = {"Content-Type": "application/json"}
-    if endpoint["api_key"]:
-        headers["Authorization"] = "Bearer " + endpoint["api_key"]
-    payload = json.dumps({"model": endpoint["model"], "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+    headers, payload = completion_request(endpoint["model"], prompt, max_tokens, endpoint["api_key"])
     summary, error = None, ""
     for n in range(1, max(1, tries) + 1):
         began = clock()
