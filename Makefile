@@ -35,7 +35,7 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/pip install -q -r requirements.txt
 	@touch $@
 
-host: ## Debian's docker.io + debootstrap + prometheus (promtool), and a running dockerd
+host: ## Debian's docker.io + debootstrap + openssh-client + prometheus (promtool), and a running dockerd
 	@tools/host-setup.sh
 
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)

@@ -5,7 +5,8 @@
 Variants (``--variants``, comma-separated):
 
 - ``ssh``: the simulated Sparks over SSH, as users reach theirs (ControlPersist, pipelining); the default;
-- ``docker``: the same hosts over ``docker exec`` (``-e ansible_connection=community.docker.docker``);
+- ``docker``: the same hosts over ``docker exec`` (``-i tests/sim/docker-connection.yml`` laid over the inventory; an extra variable would also
+  move the tasks delegated to the controller);
 - ``ssh-cold``: SSH without the ``warm_plugins`` callback (each worker loads the plugins again);
 - ``ssh-free``: SSH with the ``free`` strategy (``ANSIBLE_STRATEGY=free``), each host on at its own pace;
 - ``ssh-mitogen``: SSH with Mitogen's ``mitogen_linear`` strategy, when the ``mitogen`` package is installed.
