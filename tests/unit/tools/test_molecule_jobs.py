@@ -72,3 +72,16 @@ def test_after_a_failure_nothing_new_starts_and_the_exit_says_so(tmp_path, monke
     assert not (tmp_path / "cluster-ran").exists() and not (tmp_path / "driver-ran").exists()
     assert "FAILED (rc 3)" in out.getvalue() and "broken" in out.getvalue()
     assert "| cluster | not started (an earlier one failed) | |" in summary
+
+
+def test_scenarios_side_by_side_do_not_install_the_collection_each():
+    """Molecule's prerun installs this collection into ~/.ansible/collections at every start; two scenarios started
+    together raced there (FileExistsError from ansible-galaxy, a scenario failed in 3 s in CI). The shared config turns
+    it off, and the link it would stand in for is in the tree."""
+    import yaml
+    with open(os.path.join(REPO, ".config", "molecule", "config.yml")) as handle:
+        config = yaml.safe_load(handle)
+    assert config["prerun"] is False
+    link = os.path.join(REPO, "collections", "ansible_collections", "sparkfleet", "gb10")
+    assert os.path.islink(link) and os.path.samefile(link, REPO)
+    assert config["ansible"]["env"]["ANSIBLE_COLLECTIONS_PATH"] == "${MOLECULE_PROJECT_DIRECTORY}/collections"
