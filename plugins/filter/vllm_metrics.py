@@ -41,53 +41,18 @@ _value:
     requests_waiting: {description: Sum of vllm:num_requests_waiting, type: float}
 """
 
-import math
-import re
-
 from ansible.errors import AnsibleFilterError
-
-# name{labels} value [timestamp]; the Prometheus text exposition format.
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>\S+)")
-
-SUMMED = {
-    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
-    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
-    "requests_running": "vllm:num_requests_running",
-    "requests_waiting": "vllm:num_requests_waiting",
-}
-HIGHEST = {"kv_cache_usage": "vllm:kv_cache_usage_perc"}
-
-
-def samples(text):
-    """{metric name: [values]} of every sample line."""
-    found = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        try:
-            value = float(match["value"])
-        except ValueError:
-            continue
-        if not math.isnan(value):
-            found.setdefault(match["name"], []).append(value)
-    return found
+# The parsing is shared with the module sparkfleet.gb10.vllm_verify, which reads /metrics on the host.
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_metrics import figures
 
 
 def vllm_metrics(text):
     if not isinstance(text, str):
         raise AnsibleFilterError("vllm_metrics: expected the text of /metrics, got %s" % type(text).__name__)
-    found = samples(text)
-    if not any(name.startswith("vllm:") for name in found):
-        raise AnsibleFilterError("vllm_metrics: no vllm: metric in the input (not the /metrics of a vLLM server)")
-    result = {key: (sum(found[name]) if name in found else None) for key, name in SUMMED.items()}
-    result.update({key: (max(found[name]) if name in found else None) for key, name in HIGHEST.items()})
-    queries = result["prefix_cache_queries"]
-    result["prefix_cache_hit_rate"] = (round(result["prefix_cache_hits"] / queries, 3)
-                                       if queries and result["prefix_cache_hits"] is not None else None)
-    return result
+    try:
+        return figures(text)
+    except ValueError as exc:
+        raise AnsibleFilterError("vllm_metrics: %s" % exc) from exc
 
 
 class FilterModule:

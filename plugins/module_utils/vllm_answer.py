@@ -4,10 +4,11 @@
 """The request to vLLM's OpenAI-compatible ``/v1/completions`` and the reading of its answer.
 
 Shared by the modules that ask an endpoint for a completion: ``vllm_completion`` (one timed completion, the
-tokens/s of the fleet table), ``vllm_ready`` (the readiness gate of ``vllm_service``) and ``vllm_correctness``
-(the request only). An answer is ready
-when it came with 200, has at least one choice and ``usage.completion_tokens`` above 0: a wedged engine still
-answers ``/health``, and a 200 without tokens is no completion.
+tokens/s of the fleet table), ``vllm_ready`` (the readiness gate of ``vllm_service``), ``vllm_correctness`` and
+``vllm_verify`` (the endpoint gate of ``fleet_verify``); :func:`request` is the one HTTP request of those that
+ask from threads (``open_url``, no module object). An answer is ready when it came with 200, has at least one
+choice and ``usage.completion_tokens`` above 0: a wedged engine still answers ``/health``, and a 200 without
+tokens is no completion.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +16,64 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import threading
+
+from ansible.module_utils.six.moves.http_client import HTTPException
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
+
+# How much of an answer's body a failure shows.
+BODY_EXCERPT = 300
+
+
+def request(url, data=None, headers=None, timeout=10):
+    """(status, body text, error text) of one request, POST when ``data`` is given; status -1 when no answer came."""
+    try:
+        response = open_url(url, data=data, headers=headers, method="POST" if data is not None else "GET",
+                            timeout=timeout)
+        return response.getcode(), response.read().decode("utf-8", "replace"), ""
+    except HTTPError as exc:
+        try:
+            body = exc.read().decode("utf-8", "replace")
+        except (AttributeError, OSError, HTTPException):
+            body = ""
+        return exc.code, body, str(exc.reason)
+    except URLError as exc:
+        return -1, "", str(exc.reason)
+    except (OSError, HTTPException, ValueError) as exc:
+        return -1, "", "%s: %s" % (type(exc).__name__, exc)
+
+
+def at_once(endpoints, check, broken, name):
+    """``[check(endpoint) for endpoint in endpoints]``, each endpoint in its own thread (named ``name-<index>``), in
+    order; an exception of ``check`` gives ``broken(endpoint, "<type>: <message>")`` in its place."""
+    results = [None] * len(endpoints)
+
+    def run(index, endpoint):
+        try:
+            results[index] = check(endpoint)
+        except Exception as exc:  # pylint: disable=broad-except
+            # a bug here must name its endpoint, not leave a hole in the results
+            results[index] = broken(endpoint, "%s: %s" % (type(exc).__name__, exc))
+
+    threads = [threading.Thread(target=run, args=(i, e), name="%s-%d" % (name, i)) for i, e in enumerate(endpoints)]
+    for thread in threads:
+        thread.daemon = True
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def excerpt(text, limit=BODY_EXCERPT):
+    """One line of at most ``limit`` characters of ``text``."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def key_headers(api_key=""):
+    """The headers that carry the endpoint's key (``Authorization: Bearer``); none without one."""
+    return {"Authorization": "Bearer " + api_key} if api_key else {}
 
 
 def completion_request(model, prompt, max_tokens, api_key=""):
@@ -22,8 +81,7 @@ def completion_request(model, prompt, max_tokens, api_key=""):
     bearer key when there is one: the one shape the readiness gate, the timed completion and the correctness
     asks send."""
     headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer " + api_key
+    headers.update(key_headers(api_key))
     return headers, json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
 
 

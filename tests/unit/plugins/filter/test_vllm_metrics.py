@@ -6,7 +6,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_metrics import FilterModule, samples, vllm_metrics
+from ansible_collections.sparkfleet.gb10.plugins.filter.vllm_metrics import FilterModule, vllm_metrics
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_metrics import samples
 
 VLLM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "vllm")
 

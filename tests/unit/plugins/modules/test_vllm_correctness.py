@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
-"""vllm_correctness: known answers judged as whole words, the same greedy prompt twice, and the module itself
-run by ansible-playbook against a real HTTP server on 127.0.0.1 that answers 200 (right, garbage, or differently
-the second time)."""
+"""vllm_correctness (the logic in module_utils/vllm_correctness.py, shared with vllm_verify): known answers judged
+as whole words, the same greedy prompt twice, and the module itself run by ansible-playbook against a real HTTP
+server on 127.0.0.1 that answers 200 (right, garbage, or differently the second time)."""
 
 import json
 
@@ -9,7 +9,7 @@ import pytest
 
 from ansible_local import local_playbook  # tests/unit/ansible_local.py
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
-from ansible_collections.sparkfleet.gb10.plugins.modules import vllm_correctness as vc
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_correctness as vc
 
 KNOWN = rulebook.setting("known_answers")
 NEED = rulebook.setting("known_answers_min_correct")

@@ -43,9 +43,9 @@ def test_a_real_completion_is_200_with_a_choice_and_tokens(status, body, ready):
 
 
 def test_excerpt_keeps_one_short_line():
-    assert m.excerpt('{"a":\n  1}') == '{"a": 1}'
-    assert m.excerpt("x" * 400, 10) == "xxxxxxxxxx..."
-    assert m.excerpt(None) == ""
+    assert vllm_answer.excerpt('{"a":\n  1}') == '{"a": 1}'
+    assert vllm_answer.excerpt("x" * 400, 10) == "xxxxxxxxxx..."
+    assert vllm_answer.excerpt(None) == ""
 
 
 def test_the_failure_names_only_the_endpoints_that_are_not_ready():
