@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,17 +45,23 @@ def changed_counts(stdout):
 
 
 def run(tree, inventory):
-    """Seconds of one site.yml run from ``tree`` against ``inventory``; exits when it failed or changed anything."""
+    """(wall seconds, controller CPU seconds, hosts) of one site.yml run from ``tree`` against ``inventory``; exits
+    when it failed or changed anything. The CPU is ansible-playbook's and its workers' and the ssh or docker clients
+    they start (user + sys of the children this process waited for), not the SSH masters ControlPersist leaves
+    running, nor the hosts' own work."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"))
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run(["ansible-playbook", "site.yml", "-i", inventory], cwd=tree, env=env,
                           capture_output=True, text=True, check=False)
     seconds = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     changed = changed_counts(proc.stdout)
     if proc.returncode != 0 or not changed or any(changed.values()):
         sys.exit("bench-pair: site.yml from %s: rc %d, changed %s; not a no-op rerun:\n%s"
                  % (tree, proc.returncode, changed, proc.stdout[-3000:] + proc.stderr[-2000:]))
-    return seconds
+    return seconds, cpu, len([host for host in changed if host != "localhost"])
 
 
 def main(argv=None):
@@ -71,15 +78,22 @@ def main(argv=None):
                            capture_output=True, text=True, check=False).stdout.strip()
     after_label = after_sha + (" + uncommitted changes" if dirty else "")
     times = {"before": [], "after": []}
+    cpus = {"before": [], "after": []}
+    hosts = 1
     for i in range(args.runs):
         for which, tree in (("before", before_tree), ("after", TOP)):
-            times[which].append(run(tree, args.inventory))
-            print("bench-pair: run %d %s %.1f s" % (i + 1, which, times[which][-1]), file=sys.stderr)
-    print("| no-op rerun of site.yml, in turns on the same fleet | min | median | runs (in order) |")
-    print("|---|---|---|---|")
+            seconds, cpu, hosts = run(tree, args.inventory)
+            times[which].append(seconds)
+            cpus[which].append(cpu)
+            print("bench-pair: run %d %s %.1f s, controller CPU %.1f s" % (i + 1, which, seconds, cpu), file=sys.stderr)
+    print("| no-op rerun of site.yml, in turns on the same fleet | min | median | runs (in order) "
+          "| controller CPU (median) | per host (%d hosts) |" % hosts)
+    print("|---|---|---|---|---|---|")
     for which, label in (("before", before_sha), ("after", after_label)):
         t = times[which]
-        print("| %s | %.1f s | %.1f s | %s |" % (label, min(t), statistics.median(t), ", ".join("%.1f" % x for x in t)))
+        cpu = statistics.median(cpus[which])
+        print("| %s | %.1f s | %.1f s | %s | %.1f s | %.1f s |" % (label, min(t), statistics.median(t),
+                                                            ", ".join("%.1f" % x for x in t), cpu, cpu / max(hosts, 1)))
     return 0
 
 

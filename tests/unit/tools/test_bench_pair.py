@@ -31,3 +31,20 @@ def test_a_run_that_failed_changed_or_said_nothing_is_not_a_figure(monkeypatch, 
     monkeypatch.setattr(bench_pair.subprocess, "run", lambda *a, **k: Proc)
     with pytest.raises(SystemExit, match="not a no-op rerun"):
         bench_pair.run(REPO, "inventories/sim")
+
+
+def test_a_no_op_run_gives_its_wall_time_the_cpu_of_its_children_and_its_hosts(monkeypatch):
+    """The CPU is what the child (ansible-playbook in the bench) used, read from the kernel's accounting of waited-for
+    children: a child that burns about 0.3 s of CPU is counted, the controller's own (this process) is not."""
+    real_run = bench_pair.subprocess.run
+    burn = ("import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\n"
+            "print(%r)" % ((RECAP % 0) + "localhost                  : ok=1    changed=0    unreachable=0    failed=0"))
+
+    def child(argv, **kwargs):
+        assert argv[:2] == ["ansible-playbook", "site.yml"]
+        kwargs.pop("cwd", None)
+        return real_run([sys.executable, "-c", burn], **kwargs)
+    monkeypatch.setattr(bench_pair.subprocess, "run", child)
+    seconds, cpu, hosts = bench_pair.run(REPO, "inventories/sim")
+    assert hosts == 2
+    assert 0.25 <= cpu <= seconds + 0.5
