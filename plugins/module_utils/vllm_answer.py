@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import json
 import threading
+import time
 
 from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -83,6 +84,16 @@ def completion_request(model, prompt, max_tokens, api_key=""):
     headers = {"Content-Type": "application/json"}
     headers.update(key_headers(api_key))
     return headers, json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+
+
+def timed_completion(url, model, prompt, max_tokens, api_key="", timeout=600, clock=time.monotonic):
+    """One greedy completion asked of ``url`` (an endpoint's /v1/completions), timed from sending the request to
+    having read the answer: (summary as summarise() gives it, the answer's body, error text). The one timed ask of
+    the readiness gate, the timed completion and the endpoint gate."""
+    headers, payload = completion_request(model, prompt, max_tokens, api_key)
+    began = clock()
+    status, body, error = request(url, data=payload, headers=headers, timeout=timeout)
+    return summarise(status, clock() - began, body), body, error
 
 
 def tokens_per_second(completion_tokens, elapsed):

@@ -102,11 +102,8 @@ json:
   type: dict
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import fetch_url
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import completion_request, summarise
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import timed_completion
 
 
 def main():
@@ -122,15 +119,10 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
-    headers, payload = completion_request(p["model"], p["prompt"], p["max_tokens"], p["api_key"])
-    start = time.monotonic()
-    response, info = fetch_url(module, p["url"], data=payload, headers=headers, method="POST", timeout=p["timeout"])
-    body = response.read() if response else info.get("body", b"")
-    elapsed = time.monotonic() - start
-    result = summarise(info.get("status", -1), elapsed, body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+    result, _body, error = timed_completion(p["url"], p["model"], p["prompt"], p["max_tokens"], p["api_key"], p["timeout"])
     result["changed"] = False
     if result["status"] != 200:
-        module.fail_json(msg="%s answered %s: %s" % (p["url"], result["status"], info.get("msg", "")), **result)
+        module.fail_json(msg="%s answered %s: %s" % (p["url"], result["status"], error), **result)
     if result["completion_tokens"] == 0:
         module.fail_json(msg="%s answered 200 without completion tokens (max_tokens=%d)" % (p["url"], p["max_tokens"]),
                          **result)

@@ -161,7 +161,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import (
-    at_once, choices_of, completion_request, excerpt, is_ready, request, summarise)
+    at_once, choices_of, excerpt, is_ready, request, timed_completion)
 
 # Longest one /health poll may wait for its answer: a healthy server answers at once, a starting one may not
 # listen yet (refused at once) or hang while it loads; the deadline still cuts it short.
@@ -184,13 +184,10 @@ def wait_for_health(url, start, timeout, interval, clock=time.monotonic, sleep=t
 def ask_completion(endpoint, prompt, max_tokens, request_timeout, tries, retry_delay, clock=time.monotonic,
                    sleep=time.sleep):
     """(summary of the last answer as module_utils.vllm_answer.summarise gives it, error text, tries made)."""
-    headers, payload = completion_request(endpoint["model"], prompt, max_tokens, endpoint["api_key"])
     summary, error = None, ""
     for n in range(1, max(1, tries) + 1):
-        began = clock()
-        status, body, error = request(endpoint["url"] + "/v1/completions", data=payload, headers=headers,
-                                      timeout=request_timeout)
-        summary = summarise(status, clock() - began, body)
+        summary, body, error = timed_completion(endpoint["url"] + "/v1/completions", endpoint["model"], prompt,
+                                                max_tokens, endpoint["api_key"], request_timeout, clock)
         summary["body"] = body
         if is_ready(summary):
             return summary, "", n

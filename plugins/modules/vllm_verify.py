@@ -15,9 +15,12 @@ short_description: Verify every vLLM endpoint of a host at once, in one call (ke
 version_added: "0.1.0"
 description:
   - For every endpoint at the same time (one thread each), on the host, the checks of the role fleet_verify, one
-    after the other per endpoint.
-  - Without a key, C(GET /v1/models) answers 401 for an endpoint with a key (O(endpoints[].api_key) set) and
-    200 for one that opted out of it (its entry's C(api_key) is C(none), O(endpoints[].api_key) empty).
+    after the other per endpoint; what makes a model generate (the timed completion and the correctness gate) runs
+    for one endpoint of the host at a time, so that one endpoint's tokens per second are not measured while
+    another model generates on the same GPU.
+  - Without a key, C(GET /v1/models) answers 401 for an endpoint with a key (O(endpoints[].keyed)) and
+    200 for one that opted out of it (its entry's C(api_key) is C(none)). A keyed endpoint whose key is empty
+    (a key file without a key) fails, since it would serve anyone.
   - With O(api_guard), an endpoint with a key also refuses C(POST /invocations) and C(POST /tokenize) without it
     (401); vLLM itself guards only the paths under C(/v1), the guard of sparkfleet.gb10.vllm_service the rest.
   - With its key, C(GET /v1/models) answers 200 listing O(endpoints[].model).
@@ -31,10 +34,12 @@ description:
   - The refusals without a key are all checked; the other checks stop an endpoint at its first failure (an
     endpoint that does not list its model cannot answer a completion).
   - One module call per host however many endpoints it serves, where looped tasks cost one round trip per check
-    and endpoint and ask the endpoints one after another; the total is about the slowest endpoint, not the sum.
+    and endpoint.
+  - The requests that make no model generate (the refusals, the model list, C(/metrics)) wait at most 30 s (or
+    O(timeout) when shorter), as M(ansible.builtin.uri) did for them, so a hung API server fails soon.
   - Fails naming each endpoint that failed (name:port) and what failed. The keys are never returned.
-  - Read-only on the host, but it makes the models generate; like M(ansible.builtin.uri) it is skipped in
-    check mode.
+  - Read-only on the host (it makes the models generate, and changes nothing); like M(ansible.builtin.uri) it is
+    skipped in check mode unless its task turns that off (C(check_mode) false), as the role fleet_verify's does.
 options:
   endpoints:
     description: The endpoints to verify.
@@ -56,10 +61,16 @@ options:
         required: true
       api_key:
         description:
-          - "The endpoint's API key, sent as C(Authorization: Bearer); empty for an endpoint without one, which
-            must then answer C(/v1/models) without a key."
+          - "The endpoint's API key, sent as C(Authorization: Bearer); empty for an endpoint without one."
         type: str
         default: ""
+      keyed:
+        description:
+          - Whether the endpoint has a key (sparkfleet.gb10.vllm_service made one or was given one) and so must refuse
+            requests without it; false for an entry that opted out (C(api_key) C(none)), which must answer without
+            one. Unset, an endpoint is keyed when O(endpoints[].api_key) is not empty.
+          - Keyed with an empty O(endpoints[].api_key) fails the endpoint.
+        type: bool
       correctness_check:
         description: Whether the known answers are asked (false for a model that cannot know them, random test weights).
         type: bool
@@ -77,7 +88,7 @@ options:
     type: int
     default: 16
   timeout:
-    description: Seconds to wait for each answer.
+    description: Seconds to wait for each answer of a generating request (30 s at most for the others).
     type: int
     default: 600
   known_answers_max_tokens:
@@ -95,8 +106,9 @@ attributes:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 notes:
-  - The endpoints are asked at the same time, but each endpoint's asks one after the other, so the determinism ask
-    of one endpoint is not batched with the others' requests.
+  - The endpoints are asked at the same time, but each endpoint's asks one after the other, and the generating
+    asks of one endpoint at a time, so the determinism ask of one endpoint is not batched with the others' requests
+    and the tokens per second are those of one model generating alone.
 seealso:
   - module: sparkfleet.gb10.vllm_completion
   - module: sparkfleet.gb10.vllm_correctness
@@ -189,17 +201,19 @@ endpoints:
 """
 
 import json
-import time
+import threading
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlparse
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import (
-    at_once, completion_request, excerpt, key_headers, request, summarise)
+    at_once, excerpt, key_headers, request, timed_completion)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_correctness import asker, check_inputs, gate, gate_options
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_metrics import figures
 
 # The routes sparkfleet.gb10.vllm_service's guard keeps behind the key beside vLLM's own /v1 (POST, body {}).
 GUARDED_ROUTES = ("/invocations", "/tokenize")
+# Seconds the requests that make no model generate wait at most (the looped uri tasks this module replaced waited 30).
+QUICK_TIMEOUT = 30
 
 
 def port_of(url):
@@ -257,13 +271,11 @@ def check_models(url, model, headers, timeout):
     return None
 
 
-def timed_completion(url, model, api_key, prompt, max_tokens, timeout):
+def the_timed_completion(url, model, api_key, prompt, max_tokens, timeout):
     """(summary of one greedy completion as vllm_answer.summarise gives it, without its json; the problem or None)."""
-    headers, payload = completion_request(model, prompt, max_tokens, api_key)
-    began = time.monotonic()
-    status, body, error = request(url + "/v1/completions", data=payload, headers=headers, timeout=timeout)
-    summary = summarise(status, time.monotonic() - began, body)
+    summary, body, error = timed_completion(url + "/v1/completions", model, prompt, max_tokens, api_key, timeout)
     summary.pop("json", None)
+    status = summary["status"]
     if status != 200:
         return summary, "the timed completion (model %s) %s" % (model, answered(status, error, body))
     if summary["completion_tokens"] <= 0:
@@ -290,23 +302,37 @@ def blank_entry(endpoint):
             "correctness": {}, "metrics": {}}
 
 
-def verify_one(endpoint, settings):
-    """The result entry of one endpoint (see RETURN); ``settings`` are the module's other options."""
-    url, model, key, timeout = endpoint["url"].rstrip("/"), endpoint["model"], endpoint["api_key"], settings["timeout"]
-    entry = blank_entry(endpoint)
-    entry["problems"] = check_refusals(url, bool(key), settings["api_guard"], timeout)
-    problem = check_models(url, model, key_headers(key), timeout)
+def generate(entry, url, model, key, correctness_check, settings):
+    """The timed completion, then the correctness gate, of one endpoint, into ``entry``: the problem or None."""
+    timeout = settings["timeout"]
+    summary, problem = the_timed_completion(url, model, key, settings["prompt"], settings["max_tokens"], timeout)
+    entry.update((name, summary[name]) for name in ("text", "completion_tokens", "elapsed", "tokens_per_second"))
     if problem is None:
-        summary, problem = timed_completion(url, model, key, settings["prompt"], settings["max_tokens"], timeout)
-        entry.update((name, summary[name]) for name in ("text", "completion_tokens", "elapsed", "tokens_per_second"))
-    if problem is None:
-        known = settings["known_answers"] if endpoint["correctness_check"] else []
+        known = settings["known_answers"] if correctness_check else []
         entry["correctness"], failure = gate(asker(url + "/v1/completions", model, key, timeout), known,
                                              settings["min_correct"], settings["known_answers_max_tokens"],
                                              settings["determinism_prompt"], settings["determinism_max_tokens"])
         problem = "model %s %s" % (model, failure) if failure else None
+    return problem
+
+
+def verify_one(endpoint, settings, generating):
+    """The result entry of one endpoint (see RETURN); ``settings`` are the module's other options, ``generating`` the
+    lock held while a model of the host generates (one endpoint's tokens per second measured alone)."""
+    url, model, key = endpoint["url"].rstrip("/"), endpoint["model"], endpoint["api_key"]
+    keyed = bool(key) if endpoint.get("keyed") is None else endpoint["keyed"]
+    quick = min(QUICK_TIMEOUT, settings["timeout"])
+    entry = blank_entry(endpoint)
+    entry["problems"] = check_refusals(url, keyed, settings["api_guard"], quick)
+    if keyed and not key:
+        problem = "it has a key file without a key (an endpoint with a key must be given it; it would serve anyone)"
+    else:
+        problem = check_models(url, model, key_headers(key), quick)
     if problem is None:
-        entry["metrics"], problem = read_metrics(url, timeout)
+        with generating:
+            problem = generate(entry, url, model, key, endpoint["correctness_check"], settings)
+    if problem is None:
+        entry["metrics"], problem = read_metrics(url, quick)
     if problem:
         entry["problems"].append(problem)
     entry["ok"] = not entry["problems"]
@@ -314,8 +340,10 @@ def verify_one(endpoint, settings):
 
 
 def verify_all(endpoints, settings):
-    """The result entries of every endpoint, in order; the endpoints are verified at the same time."""
-    return at_once(endpoints, lambda endpoint: verify_one(endpoint, settings),
+    """The result entries of every endpoint, in order; the endpoints are verified at the same time, but the models
+    generate one at a time."""
+    generating = threading.Lock()
+    return at_once(endpoints, lambda endpoint: verify_one(endpoint, settings, generating),
                    lambda endpoint, error: dict(blank_entry(endpoint), problems=[error]), "vllm_verify")
 
 
@@ -336,6 +364,7 @@ def main():
                 url=dict(type="str", required=True),
                 model=dict(type="str", required=True),
                 api_key=dict(type="str", default="", no_log=True),
+                keyed=dict(type="bool"),
                 correctness_check=dict(type="bool", default=True),
             )),
             api_guard=dict(type="bool", default=True),

@@ -74,6 +74,10 @@ def test_the_drain_stops_the_retry_timers_before_the_first_phase_and_after_the_l
     assert _is_retry_timer_read(tasks[first - 2]) and _is_retry_timer_stop(tasks[first - 1])
     assert len(tasks) >= last + 3, "no retry timer step after the drain's last phase"
     assert _is_retry_timer_read(tasks[last + 1]) and _is_retry_timer_stop(tasks[last + 2])
+    # A timer that fired between the reads started its unit with no timer left to find: the vLLM units are stopped
+    # once more, last.
+    assert tasks[-1].get("ansible.builtin.systemd_service") == {"name": "{{ item }}.service", "state": "stopped"}
+    assert tasks[-1].get("loop") == "{{ _os_update_vllm_units }}" and len(tasks) == last + 4
     # Nothing runs in check mode that a real drain would not: no task of the drain turns check mode off.
     assert all("check_mode" not in task for task in tasks)
 
