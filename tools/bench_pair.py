@@ -92,8 +92,9 @@ def main(argv=None):
     for which, label in (("before", before_sha), ("after", after_label)):
         t = times[which]
         cpu = statistics.median(cpus[which])
-        print("| %s | %.1f s | %.1f s | %s | %.1f s | %.1f s |" % (label, min(t), statistics.median(t),
-                                                            ", ".join("%.1f" % x for x in t), cpu, cpu / max(hosts, 1)))
+        runs = ", ".join("%.1f" % x for x in t)
+        print("| %s | %.1f s | %.1f s | %s | %.1f s | %.1f s |"
+              % (label, min(t), statistics.median(t), runs, cpu, cpu / max(hosts, 1)))
     return 0
 
 

@@ -130,4 +130,3 @@ def test_no_retry_timer_before_the_read_or_without_a_vllm_unit(render_role_vars)
     skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
     seen = render_role_vars(SIM, VARS, "_os_update_retry_timers", extra_vars={"__os_update_retry_read": skipped})
     assert seen == {"spark-1": [], "spark-2": []}
-
