@@ -58,6 +58,9 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
       once 200 it stays so. ``health``: a fixed /health status instead (200, 503 a dead engine, ...), or None.
     - ``guard``: whether the key guards every route, not only /v1 (sparkfleet.gb10.vllm_service's guard).
     - ``delay``: seconds each answer waits.
+    - ``meet``: a ``threading.Barrier`` shared with other servers: the first request of each waits there until every
+      server has one (answered 500 when the others never come): proof that clients asked them at the same time,
+      whatever the speed of the machine.
     - ``complete(body, nth)``: the completion answer to ``body``, the nth (from 0) request with its prompt: a text
       (answered 200 by :func:`text_answer`) or a (status, JSON) pair answered as it is.
     """
@@ -69,6 +72,7 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     ready = staticmethod(lambda server: True)
     health = None
     delay = 0.0
+    meet = None
     complete = staticmethod(lambda body, nth: (200, completion(body["model"])))
     port = None         # set by Servers.start
     # what the server saw (per server, set by Servers.start)
@@ -76,6 +80,7 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     requests = None
     polls = 0
     healthy = False
+    met = False
 
     def log_message(self, *_args):
         pass
@@ -88,6 +93,19 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _waited_for_the_others(self):
+        """False (and answered 500) when this server's first request waited at ``meet`` in vain."""
+        cls = type(self)
+        if cls.meet is None or cls.met:
+            return True
+        cls.met = True
+        try:
+            cls.meet.wait(timeout=20)
+        except threading.BrokenBarrierError:
+            self._send(500, {"error": "the other servers were not asked while %s waited" % cls.name})
+            return False
+        return True
 
     def _refused(self):
         """Whether a /v1 request without the key was refused (answered 401)."""
@@ -113,6 +131,8 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (http.server's name)
         cls = type(self)
         time.sleep(cls.delay)
+        if not self._waited_for_the_others():
+            return None
         if self.path == "/health":
             return self._health()
         if self.path == "/metrics":
@@ -128,6 +148,8 @@ class FakeVllm(http.server.BaseHTTPRequestHandler):
         cls = type(self)
         time.sleep(cls.delay)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self._waited_for_the_others():
+            return None
         if self._refused():
             return None
         if self.path != "/v1/completions" or body.get("model") != cls.served:

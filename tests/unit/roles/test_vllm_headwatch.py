@@ -30,17 +30,17 @@ def server(serve_vllm):
 
 def test_observe_reads_a_real_server(server):
     handler, url = server
-    assert headwatch.observe(url, timeout=2) == UP
+    assert headwatch.observe(url, timeout=30) == UP
     handler.health = 503  # vLLM answers 503 once its engine is dead
-    assert headwatch.observe(url, timeout=2) == DOWN
+    assert headwatch.observe(url, timeout=30) == DOWN
     handler.health = 404
-    assert headwatch.observe(url, timeout=2) == UNKNOWN
+    assert headwatch.observe(url, timeout=30) == UNKNOWN
     handler.health, handler.delay = 200, 1.0
-    assert headwatch.observe(url, timeout=0.2) == UNKNOWN  # slow is not gone
+    assert headwatch.observe(url, timeout=0.2) == UNKNOWN  # slow is not gone (the answer waits 1 s at least)
 
 
 def test_observe_a_refused_connection_is_down():
-    assert headwatch.observe("http://127.0.0.1:%d/health" % closed_port(), timeout=2) == DOWN
+    assert headwatch.observe("http://127.0.0.1:%d/health" % closed_port(), timeout=30) == DOWN
 
 
 def test_a_head_that_answered_then_went_away_restarts_the_follower_after_n_failures():

@@ -69,9 +69,9 @@ def test_an_endpoint_healthy_after_some_503s_is_asked_a_greedy_completion(serve_
 
 def test_an_endpoint_never_healthy_times_out_naming_the_last_status(serve_vllm):
     handler, url = serve_vllm("stuck", ready=lambda server: False)
-    [result] = m.wait_all([endpoint("sparkfleet-vllm-stuck", url)], timeout=1, **FAST)
+    [result] = m.wait_all([endpoint("sparkfleet-vllm-stuck", url)], timeout=3, **FAST)
     assert result["ok"] is False and result["healthy_after"] is None and result["status"] == 503
-    assert result["error"] == "no 200 from %s/health within 1 s (last: status 503, Service Unavailable)" % url
+    assert result["error"] == "no 200 from %s/health within 3 s (last: status 503, Service Unavailable)" % url
     assert handler.polls > 1 and handler.requests == []
 
 
