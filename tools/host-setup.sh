@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what the test bed needs on the controller: Debian's
 # docker.io and debootstrap, openssh-client (the simulated Sparks are reached over SSH,
-# tests/sim/README.md), prometheus for promtool (`make monitoring`), and a running dockerd.
+# tests/sim/README.md), qemu-user-static, prometheus for promtool (`make monitoring`), and a running dockerd.
 # Safe to run twice.
 set -euo pipefail
 
@@ -9,6 +9,8 @@ need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+# qemu-user: the cluster scenario runs the GPU gate on an emulated CPU without AVX-512 (molecule/cluster/verify.yml).
+command -v qemu-x86_64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 if [ ${#need[@]} -gt 0 ]; then
   echo "host-setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
