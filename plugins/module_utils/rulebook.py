@@ -514,7 +514,11 @@ RULES = (
         },
         "vLLM's prebuilt CUTLASS FP8 kernels cover sm_120/sm_120a, not sm_121: cutlass_scaled_mm "
         "raises 'Error Internal'. Returning False falls back to Triton FP8 kernels that JIT for "
-        "sm_121. Callers use both the functions and the module constants, so patch both.",
+        "sm_121. Callers use both the functions and the module constants, so patch both. In vLLM "
+        "0.19.0 they decide the block-FP8 layers (W8A8BlockFp8LinearOp of fp8.py, "
+        "compressed_tensors_w8a8_fp8.py, modelopt.py: Triton block matmul instead of CUTLASS "
+        "blockwise) and the FP8 activation scale (fp8.py); the FP8/INT8 linear-kernel selection "
+        "reads neither, which rule cutlass_fp8_disabled_kernels covers.",
         (S004,),
     ),
     Rule(
@@ -557,6 +561,30 @@ RULES = (
     # ----------------------------------------------------------------- fabric
     Rule(
         "fabric_mtu",
+    Rule(
+        "cutlass_fp8_disabled_kernels",
+        "Turn vLLM's CUTLASS and FlashInfer FP8/INT8 linear kernels off by name (VLLM_DISABLED_KERNELS)",
+        {
+            "vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel", "FlashInferFP8ScaledMMLinearKernel",
+                                      "CutlassInt8ScaledMMLinearKernel"],
+        },
+        "vLLM 0.19.0 picks FP8 and INT8 linear kernels from _POSSIBLE_FP8_KERNELS and "
+        "_POSSIBLE_INT8_KERNELS (vllm/model_executor/kernels/linear/__init__.py), whose CUDA "
+        "kernels CutlassFP8ScaledMMLinearKernel and CutlassInt8ScaledMMLinearKernel call themselves "
+        "supported on any CUDA device and run the prebuilt cutlass_scaled_mm ('Error Internal' on "
+        "sm_121; its sm_12x build has no INT8 kernel). That selection reads no cutlass_fp8_supported(), "
+        "so the patch does not reach it; it skips every class named in VLLM_DISABLED_KERNELS "
+        "(vllm/envs.py splits it on commas, no spaces). With these off an FP8 layer takes "
+        "PerTensorTorchFP8ScaledMMLinearKernel or ChannelWiseTorchFP8ScaledMMLinearKernel "
+        "(torch._scaled_mm, cuBLASLt) and an INT8 layer TritonInt8ScaledMMLinearKernel (Triton, JIT for "
+        "sm_121). Every vLLM and Ray unit gets it; the ray executor also copies VLLM_* to its workers.",
+        (S004, S003),
+        decision="004 names only the w8a8_utils checks; on 0.19.0 they still decide the block-FP8 path, so "
+        "rule cutlass_fp8_patch stays and this rule covers the linear-kernel selection that no longer reads "
+        "them. FlashInferFP8ScaledMMLinearKernel is off too: vLLM 0.19.0 requires flashinfer-python, the "
+        "kernel claims capability 100 and up, its bmm_fp8 'auto' puts FlashInfer's own CUTLASS sm12x GEMM "
+        "first on SM120/121, and 003 reports FlashInfer accuracy bugs with FP8 models on Blackwell.",
+    ),
         "MTU 9000 on the QSFP interfaces, proven with an 8972-byte DF ping",
         {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
         "MTU 1500 fragments 200GbE transfers; 8972 = 9000 - 20 (IPv4) - 8 (ICMP) with "
@@ -795,6 +823,8 @@ def driver_branch_of(version):
 
 def _fmt_value(value):
     if isinstance(value, bool):
+        # vllm/envs.py splits the value on "," and keeps the spaces: no space after the commas.
+        "VLLM_DISABLED_KERNELS": ",".join(SETTINGS["vllm_disabled_kernels"]),
         return "true" if value else "false"
     if value is None:
         return "null"
@@ -819,6 +849,13 @@ def render_markdown():
         sets = "<br>".join(
             "`%s` = `%s`" % (key, _cell(_fmt_value(value)).replace("`", "'"))
             for key, value in item.settings.items()
+    if "VLLM_DISABLED_KERNELS" in env:
+        # Read as vllm/envs.py reads it: split on "," with nothing stripped (" Name" is not Name).
+        missing = [k for k in SETTINGS["vllm_disabled_kernels"] if k not in env["VLLM_DISABLED_KERNELS"].split(",")]
+        if missing:
+            found.append(("VLLM_DISABLED_KERNELS", env["VLLM_DISABLED_KERNELS"], "cutlass_fp8_disabled_kernels",
+                          "keep %s in it, comma-separated without spaces (vLLM picks them on SM121 otherwise)"
+                          % ",".join(missing)))
         )
         lines.append("| **%s**: %s | %s | %s | %s | %s |" % (
             item.id,

@@ -26,6 +26,11 @@ def test_the_rule_book_environment_and_harmless_overrides_pass():
     ({"VLLM_MARLIN_USE_ATOMIC_ADD": "0"}, "marlin_atomic_add"),
     ({"VLLM_FLASHINFER_MOE_BACKEND": "latency"}, "flashinfer_moe_fp4_off"),  # what 002 set
     ({"VLLM_USE_V1": "1"}, "flashinfer_moe_fp4_off"),
+    ({"VLLM_DISABLED_KERNELS": "MarlinLinearKernel"}, "cutlass_fp8_disabled_kernels"),
+    ({"VLLM_DISABLED_KERNELS": ""}, "cutlass_fp8_disabled_kernels"),
+    # vLLM reads " FlashInferFP8ScaledMMLinearKernel" as a name of its own: the space undoes it.
+    ({"VLLM_DISABLED_KERNELS": "CutlassFP8ScaledMMLinearKernel, FlashInferFP8ScaledMMLinearKernel,"
+                               "CutlassInt8ScaledMMLinearKernel"}, "cutlass_fp8_disabled_kernels"),
 ])
 def test_each_forbidden_override_names_its_rule(env, rule_id):
     found = rulebook.env_violations(env)
@@ -40,6 +45,11 @@ def test_each_forbidden_override_names_its_rule(env, rule_id):
 def test_all_problems_are_reported_together():
     env = {"VLLM_ATTENTION_BACKEND": "FLASHINFER", "VLLM_USE_FLASHINFER_MOE_FP4": "1"}
     assert {f[2] for f in rulebook.env_violations(env)} == {"attention_backend", "flashinfer_moe_fp4_off"}
+
+
+def test_more_disabled_kernels_pass():
+    env = {"VLLM_DISABLED_KERNELS": "MarlinLinearKernel," + rulebook.kernel_env()["VLLM_DISABLED_KERNELS"]}
+    assert rulebook.env_violations(env) == []
 
 
 def test_the_allowed_backend_passes():

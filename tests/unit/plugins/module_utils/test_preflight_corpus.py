@@ -588,6 +588,8 @@ RULE_BROKEN = {
     "marlin_atomic_add": (_env("VLLM_MARLIN_USE_ATOMIC_ADD", "0"), "spark-7", "VLLM_MARLIN_USE_ATOMIC_ADD",
                           "rule marlin_atomic_add"),
     "no_enforce_eager": (_on_solo(extra_args=["--enforce-eager"]), "spark-7", ".extra_args", "rule no_enforce_eager"),
+    "cutlass_fp8_disabled_kernels": (_env("VLLM_DISABLED_KERNELS", "MarlinLinearKernel"), "spark-7",
+                                     "VLLM_DISABLED_KERNELS", "rule cutlass_fp8_disabled_kernels"),
     "known_answers": (_on_solo(correctness_check=False), "spark-7", ".correctness_check", "rule known_answers"),
     "no_fastsafetensors": (_on_solo(extra_args=["--load-format=fastsafetensors"]), "spark-7", ".extra_args",
                            "rule no_fastsafetensors"),

@@ -60,6 +60,10 @@ EXPECTED = {
     "nvidia_device_nodes": {"nvidia_devices_unit": "sparkfleet-nvidia-devices"},
     "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
     "fabric_mtu": {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
+    # vLLM 0.19.0's kernel class names; tests/contract/test_fp8_kernels.py holds them to the release.
+    "cutlass_fp8_disabled_kernels": {"vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel",
+                                                               "FlashInferFP8ScaledMMLinearKernel",
+                                                               "CutlassInt8ScaledMMLinearKernel"]},
     "qsfp_both_halves": {"qsfp_halves_per_port": 2},
     "nccl_ib_hca": {"nccl_pin_ib_hca": True},
     "nccl_ib_transport": {"nccl_ib_disable": "0", "nccl_net_plugin": "none", "nccl_ib_roce_version_num": "2",
@@ -120,7 +124,7 @@ def test_sources_exist():
 
 @pytest.mark.parametrize("rule_id", ["driver_branch", "no_enforce_eager", "version_pins", "nccl_ib_transport",
                                      "nccl_conf_ib_disable", "gpudirect_rdma", "flashinfer_moe_fp4_off",
-                                     "privileged_exec_start_pre"])
+                                     "privileged_exec_start_pre", "cutlass_fp8_disabled_kernels"])
 def test_disagreements_are_decided(rule_id):
     assert rulebook.rule(rule_id).decision
 
@@ -170,6 +174,9 @@ def test_setting_returns_copies():
 
 @pytest.mark.parametrize("version,branch", [("580.142", "580"), ("590.44.01", "590"), ("", None), (None, None),
                                             ("N/A", None)])
+    # vllm/envs.py splits on "," and strips nothing.
+    assert env["VLLM_DISABLED_KERNELS"].split(",") == rulebook.setting("vllm_disabled_kernels")
+    assert " " not in env["VLLM_DISABLED_KERNELS"]
 def test_driver_branch_of(version, branch):
     assert rulebook.driver_branch_of(version) == branch
 
