@@ -28,14 +28,20 @@ Faults (``--faults`` picks; all by default, in this order):
   the QSFP port its name: a small boot unit, clearly a sim stand-in, renames it first.
 
 - ``member-away``: the follower's container stopped for longer than the head's start-limit
-  window. A Spark's vLLM (ray executor) waits 1800 s for its placement group, then exits; the
-  sim's mp executor has no such wait, so a runtime drop-in on the head (gone at the next boot)
-  scales it down: RuntimeMaxSec (the wait; TimeoutStopSec 5 s, since a Spark's vLLM exits by itself
-  then), StartLimitIntervalSec/StartLimitBurst (the window),
+  window. A head's start first waits for its members' page-cache drops (TimeoutStartSec, rule
+  members_drop_page_cache), and a Spark's vLLM (ray executor) then waits 1800 s for its placement
+  group and exits; the sim's mp executor has no such wait, so a runtime drop-in on the head (gone at
+  the next boot) scales them down: TimeoutStartSec and RuntimeMaxSec (the waits; TimeoutStopSec 5 s,
+  since a Spark's vLLM exits by itself then), StartLimitIntervalSec/StartLimitBurst (the window),
   and one on the retry timer (vllm_service_retry_after_sec). The head must reach its start limit
   (failed), be started again by its OnFailure= timer while the member is away, without a restart
   storm, and serve again by itself once the member is back (the drop-ins removed first): timed
   from the member's start.
+- ``page-cache-drop``: the follower's page cache filled, then the head's vLLM unit started by hand (``systemctl
+  restart``) and, after it failed for good, by its retry timer; each time the follower must have dropped its page
+  cache, asked by the head's start, after the fill and before the head's vLLM process started, and the filled pages
+  must be gone (rule members_drop_page_cache). The follower's own drop is off meanwhile, as on a ray follower, which
+  has no vLLM unit of its own. See tools/chaos_page_cache.py.
 - ``rolling-update``: the fleet switched to independent hosts (``inventories/sim-independent``:
   spark-1 serves tiny-a, spark-2 tiny-b, no model spans hosts), then
   ``playbooks/rolling_update.yml --limit spark-2`` with a changed setting for tiny-b (a copy of
@@ -82,6 +88,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults imp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
 import chaos_memory  # noqa: E402  tools/, beside this file
 import chaos_os_update  # noqa: E402  tools/, beside this file
+import chaos_page_cache  # noqa: E402  tools/, beside this file
 VLLM_UNIT_PREFIX = fleet_plan.load_role_default("vllm_service", "vllm_service_unit_prefix")
 UNIT = "%s%s.service" % (VLLM_UNIT_PREFIX, MODEL)
 RAY_HEAD = fleet_default("ray_head_unit") + ".service"
@@ -93,7 +100,7 @@ RAY_TOKEN_FILE = fleet_default("ray_auth_token_file")
 PROM = "/var/lib/prometheus/node-exporter/sparkfleet_health.prom"
 DROPIN = "/run/systemd/system/%s.d/zz-chaos-cannot-start.conf" % UNIT
 FAULTS = ("head-kill", "follower-kill", "ray-head-restart", "crash-loop", "memory-pressure", "host-restart",
-          "member-away", "rolling-update", "os-update")
+          "member-away", "page-cache-drop", "rolling-update", "os-update")
 # member-away, scaled down for the sim (seconds): how long a head start may wait for its member,
 # the start-limit window and burst, the retry timer's wait, and how long the member stays away.
 AWAY_WAIT, AWAY_WINDOW, AWAY_BURST, AWAY_RETRY, AWAY_FOR = 40, 240, 2, 45, 300
@@ -387,9 +394,9 @@ def fault_member_away(key, limit, problems):
     # TimeoutStopSec: a Spark's vLLM exits by itself when it gives up; the sim's is stopped, and its mp
     # executor's shutdown without the follower waits out the unit's stop timeout.
     sh(HEAD, "mkdir -p %s %s && printf '[Unit]\\nStartLimitIntervalSec=%d\\nStartLimitBurst=%d\\n[Service]\\n"
-             "RuntimeMaxSec=%d\\nTimeoutStopSec=5\\n' > %s && printf '[Timer]\\nOnActiveSec=\\nOnActiveSec=%d\\n' > %s && "
-             "systemctl daemon-reload"
-       % (os.path.dirname(AWAY_DROPIN), os.path.dirname(timer_dropin), AWAY_WINDOW, AWAY_BURST, AWAY_WAIT,
+             "TimeoutStartSec=%d\\nRuntimeMaxSec=%d\\nTimeoutStopSec=5\\n' > %s && "
+             "printf '[Timer]\\nOnActiveSec=\\nOnActiveSec=%d\\n' > %s && systemctl daemon-reload"
+       % (os.path.dirname(AWAY_DROPIN), os.path.dirname(timer_dropin), AWAY_WINDOW, AWAY_BURST, AWAY_WAIT, AWAY_WAIT,
           AWAY_DROPIN, AWAY_RETRY, timer_dropin), check=True)
     since = sh(HEAD, "date +%s", check=True).stdout.strip()
     subprocess.run(["docker", "stop", FOLLOWER], check=True, capture_output=True, timeout=300)
@@ -397,13 +404,14 @@ def fault_member_away(key, limit, problems):
     limited = wait(lambda: show(HEAD, UNIT, "ActiveState")["ActiveState"] == "failed", AWAY_FOR, step=3)
     time.sleep(max(0.0, AWAY_FOR - (time.monotonic() - away_start)))
     away = time.monotonic() - away_start
-    starts = journal_count(HEAD, UNIT, since, "Started ")
+    # Every start systemd began: one whose ExecStartPre waited out the member's page-cache drop never says "Started".
+    starts = journal_count(HEAD, UNIT, since, "Starting ")
     retried = journal_count(HEAD, timer.replace(".timer", ".service"), since, "Finished ")
     if limited is None:
         problems.append("member-away: the head never reached its start limit in %.0f s" % AWAY_FOR)
     if retried < 1:
         problems.append("member-away: the retry timer never started the head again while the member was away")
-    # One start per RuntimeMaxSec + RestartSec at most: a storm would start it far more often.
+    # One start per TimeoutStartSec or RuntimeMaxSec (+ RestartSec) at most: a storm would start it far more often.
     most = int(away // AWAY_WAIT) + 2
     if starts > most:
         problems.append("member-away: %d starts in %.0f s away (at most %d expected)" % (starts, away, most))
@@ -583,6 +591,11 @@ def main(argv=None):
             seconds, what = fault_host_restart(key, args.limit, problems)
         elif fault == "member-away":
             seconds, what = fault_member_away(key, args.limit, problems)
+        elif fault == "page-cache-drop":
+            seconds, what = chaos_page_cache.fault_page_cache_drop(types.SimpleNamespace(
+                sh=sh, show=show, wait=wait, serving=serving, head=HEAD, follower=FOLLOWER, unit=UNIT,
+                ray_worker=RAY_WORKER, state_file=fleet_default("page_cache_state_file"),
+                weights_dir=os.path.join(fleet_default("model_store_dir"), MODEL)), key, args.limit, problems)
         elif fault == "os-update":
             seconds, what = chaos_os_update.fault_os_update(types.SimpleNamespace(
                 sh=sh, show=show, playbook=playbook, controller_key=controller_key,

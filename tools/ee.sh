@@ -94,7 +94,9 @@ cat >"$runner/project/preflight.yml" <<'YAML'
 YAML
 cp -a "$inventory"/. "$runner/inventory/"
 cp -a "tests/fixtures/gb10/$fixture" "$runner/fixture"
-{ cat tests/preflight/offline.yml; echo "test_fixture_root: /runner/fixture"; } >"$runner/env/extravars"
+# What the example's comments ask a user to write before a run (its model revisions), after the offline variables.
+{ cat tests/preflight/offline.yml; sed '/^---$/d' tests/preflight/example_inputs.yml
+  echo "test_fixture_root: /runner/fixture"; } >"$runner/env/extravars"
 chmod -R a+rwX "$runner"  # the image runs as uid 1000
 set +e
 docker run --rm -v "$runner:/runner" "$image" ansible-runner run /runner -p preflight.yml >"$out/preflight.log" 2>&1

@@ -14,9 +14,10 @@ description:
     (the Ray role's C(*_ports) of the host's Ray group with the worker range, the C(master_port) of each
     multi-node C(mp) model the host is a node of, C(model_store_rsync_port) on hosts holding a model with a
     C(source), C(nccl_rsync_port) while C(nccl_build_once) is on (any host may be the builder that serves its
-    group the NCCL prefix), and C(extra_internal_ports)) and the API ports it serves (C(port) of each entry whose first node it
-    is). A role default is read from that role's C(defaults/main.yml) when the variable is not given, and the
-    entry defaults from the model entry schema, so no port number is written twice.
+    group the NCCL prefix), the page-cache drop port on a member of a multi-node model (any node but the first,
+    where its head asks it to drop its page cache, rule members_drop_page_cache), and C(extra_internal_ports)) and
+    the API ports it serves (C(port) of each entry whose first node it is). A role default is read from that
+    role's C(defaults/main.yml) when the variable is not given, and the entry defaults from the model entry schema, so no port number is written twice.
   - Finds the fabric interfaces in C(ip -j addr) output (netdevs matching the rule book's C(qsfp_netdev_pattern)
     that hold an IPv4 address) unless C(interfaces) names them.
   - Returns the plan with the text of the nftables file (table C(inet sparkfleet)) and its digest.
@@ -30,7 +31,8 @@ options:
         gb10_facts' C(management.devs), or else C(routes), the C(ip -j route show default) output), and optionally
         C(interfaces) (fabric netdev names), C(models) (model entries),
         C(executor), C(ray_head_ports), C(ray_worker_ports), C(rsync_port) (model_store's), C(nccl_rsync_port),
-        C(nccl_build_once) (absent or none for the nccl role's default), C(extra_internal_ports),
+        C(nccl_build_once) (absent or none for the nccl role's default), C(page_cache_port) (vllm_service's; absent or
+        none for the fleet default), C(extra_internal_ports),
         C(ephemeral) (C([low, high]) of new TCP connections dropped unless from the fabric, or empty),
         C(allow_no_fabric) (return C(ready=false) instead of failing when the host has no fabric address yet).
     type: dict
@@ -85,7 +87,8 @@ def fabric_firewall_plan(data, roles_dir=None):
             ray_ports={"ray_head": data.get("ray_head_ports"), "ray_worker": data.get("ray_worker_ports")},
             models=data.get("models"), executor=data.get("executor"), rsync_port=data.get("rsync_port"),
             extra=data.get("extra_internal_ports"), roles_dir=roles_dir or fw.ROLES_DIR,
-            nccl_rsync_port=data.get("nccl_rsync_port"), nccl_build_once=data.get("nccl_build_once"))
+            nccl_rsync_port=data.get("nccl_rsync_port"), nccl_build_once=data.get("nccl_build_once"),
+            page_cache_port=data.get("page_cache_port"))
         api = fw.api_ports(host, data.get("models"))
         ephemeral = data.get("ephemeral")
         if ephemeral:

@@ -14,6 +14,10 @@ def vllm_units(services, model_store_dir, secrets_dir, inventory_key=False, hf_t
     return vu.units(services, model_store_dir, secrets_dir, inventory_key, hf_token, api_guard)
 
 
+def vllm_page_cache_heads(models):
+    return vu.page_cache_heads(models)
+
+
 def vllm_key_sources(units):
     return vu.key_sources(units)
 
@@ -36,6 +40,7 @@ class FilterModule(object):
         return {
             "vllm_units": vllm_units,
             "vllm_key_sources": vllm_key_sources,
+            "vllm_page_cache_heads": vllm_page_cache_heads,
             "vllm_api_keys": vllm_api_keys,
             "vllm_secret_files": vllm_secret_files,
             "vllm_controller_key_files": vllm_controller_key_files,

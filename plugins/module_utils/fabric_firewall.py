@@ -26,6 +26,7 @@ except ImportError:  # reported when used
     netaddr = None
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import (  # noqa: F401 (the firewall's API)  pylint: disable=unused-import
     RAY_ROLE_BY_GROUP, ROLES_DIR, load_role_default)
 
@@ -90,14 +91,15 @@ def role_value(value, role, name, roles_dir=ROLES_DIR):
 
 
 def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None, rsync_port=None,
-                   extra=None, roles_dir=ROLES_DIR, nccl_rsync_port=None, nccl_build_once=None):
+                   extra=None, roles_dir=ROLES_DIR, nccl_rsync_port=None, nccl_build_once=None, page_cache_port=None):
     """The ports of this host that only the fabric may reach, each with where it comes from.
 
     ``ray_ports`` is ``{'ray_head': value-or-None, 'ray_worker': value-or-None}`` (None: the role's default);
     ``rsync_port`` None: model_store's default. ``nccl_build_once`` and ``nccl_rsync_port`` None: the nccl
     role's defaults; with build-once on, any host may be the builder of its group and serve its NCCL prefix
     on ``nccl_rsync_port`` (which one is only known at run time, from the build stamps), so every host
-    lists it. Returns ``[(low, high, why), ...]`` sorted.
+    lists it. ``page_cache_port`` None: the fleet default, where a member of a multi-node model (any node but its
+    first) answers its head's page-cache drop requests. Returns ``[(low, high, why), ...]`` sorted.
     """
     found = []
     role = fleet_plan.ray_role(groups)
@@ -116,7 +118,7 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
             low, _high = parse_ports(ports["min_worker"], "%s_ports.min_worker" % role)
             _low, high = parse_ports(ports["max_worker"], "%s_ports.max_worker" % role)
             found.append((low, high, "%s_ports.min_worker-max_worker" % role))
-    serves_source = False
+    serves_source = follows = False
     for index, model in enumerate(models or []):
         if not isinstance(model, dict):
             continue
@@ -125,6 +127,7 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
             serves_source = True
         if host not in nodes or len(nodes) < 2:
             continue
+        follows = follows or nodes[0] != host
         if fleet_plan.executor_of(model, executor) != "mp":
             continue
         low, high = parse_ports(model.get("master_port", fleet_plan.DEFAULT_MASTER_PORT), "models[%d].master_port" % index)
@@ -134,6 +137,10 @@ def internal_ports(host, groups=None, ray_ports=None, models=None, executor=None
         if port is not None:
             low, high = parse_ports(port, "model_store_rsync_port")
             found.append((low, high, "model_store_rsync_port"))
+    if follows:
+        port = page_cache_port if page_cache_port is not None else fleet_default("page_cache_port")
+        low, high = parse_ports(port, "vllm_service_page_cache_port")
+        found.append((low, high, "vllm_service_page_cache_port"))
     if boolean(role_value(nccl_build_once, "nccl", "nccl_build_once", roles_dir), strict=False):
         port = role_value(nccl_rsync_port, "nccl", "nccl_rsync_port", roles_dir)
         if port is not None:

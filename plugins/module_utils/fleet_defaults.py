@@ -5,7 +5,8 @@
 
 A path or name that one role writes and others read (the virtualenv, the NCCL
 environment file, the Ray token, the vLLM secrets directory, the model store,
-the service account, the fabric interface) has its default here. Each role's own
+the service account, the fabric interface, the page-cache drop's port and record) has
+its default here. Each role's own
 variable defaults to it through the ``sparkfleet.gb10.fleet_default`` lookup, which
 returns the host's inventory variable where the entry names one and the inventory
 sets it (the rule is written there once, not at each reader), so changing a
@@ -49,6 +50,14 @@ FLEET_DEFAULTS = {
     "vllm_secrets_dir": ("/etc/sparkfleet/vllm", None,
                          "vllm_service writes <name>.env (VLLM_API_KEY, HF_TOKEN)",
                          "fleet_health reads each endpoint's key there"),
+    "page_cache_port": (8875, None,
+                        "vllm_service: each member of a multi-node model answers its head's page-cache drop request on "
+                        "this TCP port of its fabric address (sparkfleet-page-cache.socket)",
+                        "vllm_service (the head's ExecStartPre asks every member there), fabric_firewall (fabric only)"),
+    "page_cache_state_file": ("/var/lib/sparkfleet-page-cache/drops.json", None,
+                              "vllm_service's page-cache helper records each drop (when, asked by whom, for which start)",
+                              "fleet_health's probe (sparkfleet_page_cache_dropped_timestamp_seconds), the summary "
+                              "(the fleet table), tools/chaos.py"),
     "benchmark_file": ("/var/lib/sparkfleet/benchmark.json", "sparkfleet_benchmark_file",
                        "fleet_benchmark writes the last sweep of each model whose API the host serves",
                        "fleet_health's probe (the sparkfleet_benchmark_* metrics), the summary (the fleet table)"),

@@ -47,8 +47,9 @@ DEFAULT_PORT = MODEL_ENTRY_SPEC["port"]["default"]
 DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
 DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
 DEFAULT_CLUSTER = "default"
-# The shape of a stored plan; raised when readers take something new from it (2: services' call_address).
-PLAN_FORMAT = 2
+# The shape of a stored plan; raised when readers take something new from it (2: services' call_address;
+# 3: node_addresses, where a head asks its members to drop their page cache).
+PLAN_FORMAT = 3
 RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
@@ -142,8 +143,10 @@ def strip_placement(model, extra=()):
 
 def layout(model, host, executor=None, address_of=None):
     """The cluster layout of one entry on ``host``: ``{nodes, head, rank, executor, nnodes, master_port,
-    master_addr, role}``. ``address_of(host)`` gives a node's fabric address (the master address of a
-    multi-node model is its first node's). PlanError when ``host`` is not one of the entry's nodes."""
+    master_addr, node_addresses, role}``. ``address_of(host)`` gives a node's fabric address (the master address
+    of a multi-node model is its first node's; ``node_addresses`` holds each node's, in the order of ``nodes``,
+    where the head asks its members to drop their page cache). PlanError when ``host`` is not one of the entry's
+    nodes."""
     nodes = model_nodes(model, host)
     if host not in nodes:
         raise PlanError("%s: model %s: this host is not one of its nodes %s" % (host, model.get("name"), nodes))
@@ -157,6 +160,7 @@ def layout(model, host, executor=None, address_of=None):
         "nnodes": len(nodes),
         "master_port": model.get("master_port", DEFAULT_MASTER_PORT),
         "master_addr": (address_of(nodes[0]) if address_of else None) if len(nodes) > 1 else None,
+        "node_addresses": [address_of(node) if address_of else None for node in nodes] if len(nodes) > 1 else None,
     }
 
 

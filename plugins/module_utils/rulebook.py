@@ -42,6 +42,9 @@ R_UMA_HARD_RESET = "https://github.com/NVIDIA/dgx-spark-playbooks/issues/97"
 
 FIELD_REPORTS = (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE, R_UMA_HOST_WEDGE, R_UMA_HARD_RESET)
 
+# The stack limit of the seeds' vLLM containers (002: --ulimit stack=67108864), in bytes.
+_STACK_BYTES = 64 * 1024 * 1024
+
 RULES_BEGIN = "<!-- rules:begin -->"
 RULES_END = "<!-- rules:end -->"
 
@@ -384,8 +387,31 @@ RULES = (
         "A fragmented page cache on the unified pool makes model load OOM. Every process that "
         "loads weights drops it first: the vLLM units, and the Ray head and worker units, under "
         "which the ray executor's GPU workers load their share (on a follower, right after the "
-        "model store wrote the weights there).",
+        "model store wrote the weights there). The members of a multi-node model drop it again "
+        "before every start of its head (rule members_drop_page_cache).",
         (S003, S002),
+    ),
+    Rule(
+        "members_drop_page_cache",
+        "Every member of a multi-node model drops its page cache before each start of the head, and the head waits",
+        {"page_cache_drop_timeout_sec": 600},
+        "A follower loads its share again at every start of the model, and with the ray executor it "
+        "loads inside a Ray worker that may have run for days, its page cache full: its own unit's "
+        "drop ran only when Ray started. In 002 a start whose drop silently failed OOMed during the "
+        "load, and 003's fix for an OOM at startup is to drop before restarting. So the head's vLLM unit asks each member over the fabric, in "
+        "ExecStartPre, to drop its page cache, and waits for every answer before vLLM starts: "
+        "systemd's restart, the retry timer, a rolling update, os_update and a person all start "
+        "the unit, so none can skip it, and no placement group (ray) or rendezvous (mp) exists "
+        "before ExecStart, so nothing loads before the drops are done and no Ray worker is "
+        "restarted. This many seconds bound the whole ExecStartPre phase (the unit's "
+        "TimeoutStartSec: for a Type=simple unit systemd's start timeout covers ExecStartPre and "
+        "nothing after the process starts); a member that does not answer fails the start, which "
+        "systemd retries like any other.",
+        (S002, S003),
+        decision="The seeds drop in each service's own ExecStartPre, one host per service. A member "
+        "of a multi-node model has no service of its own under the ray executor, so the drop is "
+        "asked for by the head's start rather than triggered by a member seeing a new placement "
+        "group: that would race the group's workers, which start loading as soon as it forms.",
     ),
     Rule(
         "privileged_exec_start_pre",
@@ -402,7 +428,11 @@ RULES = (
         "Allow 30 minutes for vLLM to start",
         {"vllm_start_timeout_sec": 1800},
         "Loading 39 shards took about 13 minutes and a two-node start to first inference about "
-        "15 minutes (Ray init, weight load, compile); 002's 900 s TimeoutStartSec has no margin.",
+        "15 minutes (Ray init, weight load, compile); 002's 900 s TimeoutStartSec has no margin. "
+        "The roles wait this long for /health and a real completion (vllm_service's readiness gate, "
+        "the followers' head watch): a Type=simple unit is started once its process runs, so "
+        "TimeoutStartSec cannot bound the load; it bounds the page-cache drops before it (rule "
+        "members_drop_page_cache).",
         (S004, S000, S002),
     ),
     Rule(
@@ -436,7 +466,7 @@ RULES = (
         {
             "container_network_mode": "host",
             "container_run_flags": ["--gpus", "all", "--ipc=host", "--ulimit", "memlock=-1",
-                                    "--ulimit", "stack=67108864"],
+                                    "--ulimit", "stack=%d" % _STACK_BYTES],
             "service_memlock_limit": "infinity",
         },
         "Bridge networking blocks NCCL rendezvous; shared IPC and unlimited memlock are what ran. The "
@@ -444,6 +474,16 @@ RULES = (
         "them) get the same unlimited locked memory: NCCL registers its buffers with the RDMA device, and "
         "systemd's default of 8 MiB is too little.",
         (S003, S002),
+    ),
+    Rule(
+        "service_stack_limit",
+        "The services run with the containers' 64 MiB stack limit",
+        {"service_stack_limit": _STACK_BYTES},
+        "Both of 002's vLLM services ran in containers started with --ulimit stack=67108864 (64 MiB, soft "
+        "and hard), not with systemd's default (the kernel's 8 MiB soft limit). The collection runs vLLM "
+        "and Ray as systemd units, so LimitSTACK= gives the vLLM units and the Ray head and worker units "
+        "(the ray executor's GPU workers run under them) the same limit: what ran is what the units get.",
+        (S002,),
     ),
     Rule(
         "triton_ptxas",
@@ -522,6 +562,30 @@ RULES = (
         (S004,),
     ),
     Rule(
+        "cutlass_fp8_disabled_kernels",
+        "Turn vLLM's CUTLASS and FlashInfer FP8/INT8 linear kernels off by name (VLLM_DISABLED_KERNELS)",
+        {
+            "vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel", "FlashInferFP8ScaledMMLinearKernel",
+                                      "CutlassInt8ScaledMMLinearKernel"],
+        },
+        "vLLM 0.19.0 picks FP8 and INT8 linear kernels from _POSSIBLE_FP8_KERNELS and "
+        "_POSSIBLE_INT8_KERNELS (vllm/model_executor/kernels/linear/__init__.py), whose CUDA "
+        "kernels CutlassFP8ScaledMMLinearKernel and CutlassInt8ScaledMMLinearKernel call themselves "
+        "supported on any CUDA device and run the prebuilt cutlass_scaled_mm ('Error Internal' on "
+        "sm_121; its sm_12x build has no INT8 kernel). That selection reads no cutlass_fp8_supported(), "
+        "so the patch does not reach it; it skips every class named in VLLM_DISABLED_KERNELS "
+        "(vllm/envs.py splits it on commas, no spaces). With these off an FP8 layer takes "
+        "PerTensorTorchFP8ScaledMMLinearKernel or ChannelWiseTorchFP8ScaledMMLinearKernel "
+        "(torch._scaled_mm, cuBLASLt) and an INT8 layer TritonInt8ScaledMMLinearKernel (Triton, JIT for "
+        "sm_121). Every vLLM and Ray unit gets it; the ray executor also copies VLLM_* to its workers.",
+        (S004, S003),
+        decision="004 names only the w8a8_utils checks; on 0.19.0 they still decide the block-FP8 path, so "
+        "rule cutlass_fp8_patch stays and this rule covers the linear-kernel selection that no longer reads "
+        "them. FlashInferFP8ScaledMMLinearKernel is off too: vLLM 0.19.0 requires flashinfer-python, the "
+        "kernel claims capability 100 and up, its bmm_fp8 'auto' puts FlashInfer's own CUTLASS sm12x GEMM "
+        "first on SM120/121, and 003 reports FlashInfer accuracy bugs with FP8 models on Blackwell.",
+    ),
+    Rule(
         "nccl_sm121",
         "NCCL v2.28.9 built for sm_121, loaded first",
         {
@@ -561,30 +625,6 @@ RULES = (
     # ----------------------------------------------------------------- fabric
     Rule(
         "fabric_mtu",
-    Rule(
-        "cutlass_fp8_disabled_kernels",
-        "Turn vLLM's CUTLASS and FlashInfer FP8/INT8 linear kernels off by name (VLLM_DISABLED_KERNELS)",
-        {
-            "vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel", "FlashInferFP8ScaledMMLinearKernel",
-                                      "CutlassInt8ScaledMMLinearKernel"],
-        },
-        "vLLM 0.19.0 picks FP8 and INT8 linear kernels from _POSSIBLE_FP8_KERNELS and "
-        "_POSSIBLE_INT8_KERNELS (vllm/model_executor/kernels/linear/__init__.py), whose CUDA "
-        "kernels CutlassFP8ScaledMMLinearKernel and CutlassInt8ScaledMMLinearKernel call themselves "
-        "supported on any CUDA device and run the prebuilt cutlass_scaled_mm ('Error Internal' on "
-        "sm_121; its sm_12x build has no INT8 kernel). That selection reads no cutlass_fp8_supported(), "
-        "so the patch does not reach it; it skips every class named in VLLM_DISABLED_KERNELS "
-        "(vllm/envs.py splits it on commas, no spaces). With these off an FP8 layer takes "
-        "PerTensorTorchFP8ScaledMMLinearKernel or ChannelWiseTorchFP8ScaledMMLinearKernel "
-        "(torch._scaled_mm, cuBLASLt) and an INT8 layer TritonInt8ScaledMMLinearKernel (Triton, JIT for "
-        "sm_121). Every vLLM and Ray unit gets it; the ray executor also copies VLLM_* to its workers.",
-        (S004, S003),
-        decision="004 names only the w8a8_utils checks; on 0.19.0 they still decide the block-FP8 path, so "
-        "rule cutlass_fp8_patch stays and this rule covers the linear-kernel selection that no longer reads "
-        "them. FlashInferFP8ScaledMMLinearKernel is off too: vLLM 0.19.0 requires flashinfer-python, the "
-        "kernel claims capability 100 and up, its bmm_fp8 'auto' puts FlashInfer's own CUTLASS sm12x GEMM "
-        "first on SM120/121, and 003 reports FlashInfer accuracy bugs with FP8 models on Blackwell.",
-    ),
         "MTU 9000 on the QSFP interfaces, proven with an 8972-byte DF ping",
         {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
         "MTU 1500 fragments 200GbE transfers; 8972 = 9000 - 20 (IPv4) - 8 (ICMP) with "
@@ -783,6 +823,8 @@ def kernel_env():
     env = {
         "VLLM_USE_FLASHINFER_MOE_FP4": SETTINGS["vllm_use_flashinfer_moe_fp4"],
         "VLLM_MARLIN_USE_ATOMIC_ADD": SETTINGS["vllm_marlin_use_atomic_add"],
+        # vllm/envs.py splits the value on "," and keeps the spaces: no space after the commas.
+        "VLLM_DISABLED_KERNELS": ",".join(SETTINGS["vllm_disabled_kernels"]),
     }
     env.update(SETTINGS["triton_ptxas_env"])
     return env
@@ -807,6 +849,13 @@ def env_violations(env):
                                        ("VLLM_MARLIN_USE_ATOMIC_ADD", "vllm_marlin_use_atomic_add", "marlin_atomic_add")):
         if name in env and env[name] != SETTINGS[setting_key]:
             found.append((name, env[name], rule_id, "the rule book sets %s=%s" % (name, SETTINGS[setting_key])))
+    if "VLLM_DISABLED_KERNELS" in env:
+        # Read as vllm/envs.py reads it: split on "," with nothing stripped (" Name" is not Name).
+        missing = [k for k in SETTINGS["vllm_disabled_kernels"] if k not in env["VLLM_DISABLED_KERNELS"].split(",")]
+        if missing:
+            found.append(("VLLM_DISABLED_KERNELS", env["VLLM_DISABLED_KERNELS"], "cutlass_fp8_disabled_kernels",
+                          "keep %s in it, comma-separated without spaces (vLLM picks them on SM121 otherwise)"
+                          % ",".join(missing)))
     for name in SETTINGS["vllm_env_dropped"]:
         if name in env and not any(f[0] == name for f in found):
             found.append((name, env[name], "flashinfer_moe_fp4_off", "drop it: the rule book never emits it"))
@@ -823,8 +872,6 @@ def driver_branch_of(version):
 
 def _fmt_value(value):
     if isinstance(value, bool):
-        # vllm/envs.py splits the value on "," and keeps the spaces: no space after the commas.
-        "VLLM_DISABLED_KERNELS": ",".join(SETTINGS["vllm_disabled_kernels"]),
         return "true" if value else "false"
     if value is None:
         return "null"
@@ -849,13 +896,6 @@ def render_markdown():
         sets = "<br>".join(
             "`%s` = `%s`" % (key, _cell(_fmt_value(value)).replace("`", "'"))
             for key, value in item.settings.items()
-    if "VLLM_DISABLED_KERNELS" in env:
-        # Read as vllm/envs.py reads it: split on "," with nothing stripped (" Name" is not Name).
-        missing = [k for k in SETTINGS["vllm_disabled_kernels"] if k not in env["VLLM_DISABLED_KERNELS"].split(",")]
-        if missing:
-            found.append(("VLLM_DISABLED_KERNELS", env["VLLM_DISABLED_KERNELS"], "cutlass_fp8_disabled_kernels",
-                          "keep %s in it, comma-separated without spaces (vLLM picks them on SM121 otherwise)"
-                          % ",".join(missing)))
         )
         lines.append("| **%s**: %s | %s | %s | %s | %s |" % (
             item.id,

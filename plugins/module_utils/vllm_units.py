@@ -42,13 +42,42 @@ def key_source(service, inventory_key):
     return "inventory" if inventory_key else "generated"
 
 
+def page_cache_members(service):
+    """The other nodes of a multi-node model whose head ``service`` is (rank 0), each ``{host, address}`` (its fabric
+    address, the plan's ``node_addresses``): the head's start asks each of them to drop its page cache and waits
+    (rule members_drop_page_cache). ``[]`` for a follower or a single-node service."""
+    nodes = service.get("nodes") or []
+    if service.get("rank") != 0 or len(nodes) < 2:
+        return []
+    addresses = service.get("node_addresses") or [None] * len(nodes)
+    return [{"host": host, "address": address} for host, address in zip(nodes[1:], addresses[1:])]
+
+
+def page_cache_heads(models):
+    """What a host answers as a member of multi-node models (the fleet plan's ``models`` of the host, its
+    placements, ray followers included): ``{models, heads}``, the names of the models it follows and the heads
+    (``{host, address}``, each once) whose page-cache drop requests it accepts. Both empty on a host that follows
+    no model: it listens for none."""
+    names, heads = [], []
+    for place in models or []:
+        nodes = place.get("nodes") or []
+        if place.get("rank", 0) == 0 or len(nodes) < 2:
+            continue
+        names.append(place["name"])
+        head = {"host": nodes[0], "address": (place.get("node_addresses") or [None])[0]}
+        if head not in heads:
+            heads.append(head)
+    return {"models": names, "heads": heads}
+
+
 def units(services, model_store_dir, secrets_dir, inventory_key=False, hf_token=False, api_guard=True):
     """One record per vLLM unit of the host: the plan service's ``name``, ``entry``, ``cluster``, ``rank``,
     ``nodes``, ``port``, ``served_name``, ``call_address`` and ``unit``, with ``unit_file``, ``key`` (see the module),
     ``env_file`` (the root-only secrets file systemd hands the service: its API key where the role writes it,
     the hub token; ``''`` for none), ``key_file`` (a generated key), ``guarded`` (the API guard middleware
     loads: the endpoint has a key and ``api_guard``) and ``stored`` (the entry has a ``source``: it is served
-    offline from ``<model_store_dir>/<name>``, clients still asking by its name).
+    offline from ``<model_store_dir>/<name>``, clients still asking by its name) and ``page_cache_members`` (the
+    members a head's start asks to drop their page cache, ``page_cache_members``).
 
     ``inventory_key`` and ``hf_token`` say whether those secrets are set; their values never come here."""
     out = []
@@ -66,6 +95,7 @@ def units(services, model_store_dir, secrets_dir, inventory_key=False, hf_token=
             "call_address": service["call_address"], "unit": service["unit"], "unit_file": "%s/%s.service" % (UNIT_DIR, service["unit"]),
             "key": key, "env_file": env_file, "key_file": posixpath.join(secrets_dir, model["name"] + ".key"),
             "guarded": key in KEYED and boolean(api_guard, strict=False), "stored": stored,
+            "page_cache_members": page_cache_members(service),
         })
     return out
 

@@ -55,6 +55,8 @@ def render_inventory(name, out_dir):
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "render.yml"),
            "-i", os.path.join(TOP, "inventories", name),
            "-e", "@" + os.path.join(TOP, "tests", "preflight", "offline.yml"),
+           # what the example's comments ask a user to write before a run (its model revisions)
+           "-e", "@" + os.path.join(TOP, "tests", "preflight", "example_inputs.yml"),
            "-e", "test_fixture_root=" + os.path.join(TOP, "tests", "fixtures", "gb10", "nominal"),
            "-e", "contract_out=" + dest]
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"), ANSIBLE_NOCOLOR="1")

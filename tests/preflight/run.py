@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs playbooks/preflight.yml against every example inventory and every valid
+"""Runs playbooks/preflight.yml against every example inventory (with what its
+comments ask a user to write: example_inputs.yml) and every valid
 but unusual inventory of tests/preflight/valid (must pass), and every broken
 inventory of tests/preflight/cases (must fail with the expected words), with
 hosts read locally from GB10 fixtures. A case with ``site: true`` runs the whole
@@ -31,11 +32,16 @@ import runner_events  # noqa: E402
 STORE_TASK = "Check the inventory, cluster layouts, models and host facts of the whole fleet"
 
 
-def preflight(inventory, fixture="nominal", site=False, limit=None):
+# What a user writes into an example inventory before a run (its model revisions), as its comments ask; an example
+# runs with it, a broken case without it (the case examples_as_shipped: the examples without it are refused).
+EXAMPLE_INPUTS = os.path.join(HERE, "example_inputs.yml")
+
+
+def preflight(inventory, fixture="nominal", site=False, limit=None, example=False):
     playbook = os.path.join(TOP, "site.yml") if site else os.path.join(TOP, "playbooks", "preflight.yml")
     return runner_events.run_playbook(
         playbook, inventory, check=site, limit=limit,
-        extra_vars_files=[os.path.join(HERE, "offline.yml")],
+        extra_vars_files=[os.path.join(HERE, "offline.yml")] + ([EXAMPLE_INPUTS] if example else []),
         extra_vars={"test_fixture_root": os.path.join(TOP, "tests", "fixtures", "gb10", fixture)})
 
 
@@ -115,7 +121,7 @@ def main():
              for name, case in sorted(cases.items())]
     for kind, name, inventory, case in runs:
         if case is None:
-            run = preflight(inventory)
+            run = preflight(inventory, example=kind.startswith("example"))
             problems = passing(run)
         else:
             run = preflight(inventory, case.get("fixture", "nominal"), case.get("site", False))
@@ -126,8 +132,8 @@ def main():
     # Under --limit the plan is still the whole fleet's: a multi-node model keeps the nodes outside the limit
     # (only the memory arithmetic of the hosts outside it is null: their facts were not gathered).
     for name, limit in (("two-spark", "spark-2"), ("sim", "spark-2")):
-        whole = stored_plan(preflight(os.path.join(TOP, "inventories", name)))
-        run = preflight(os.path.join(TOP, "inventories", name), limit=limit)
+        whole = stored_plan(preflight(os.path.join(TOP, "inventories", name), example=True))
+        run = preflight(os.path.join(TOP, "inventories", name), limit=limit, example=True)
         problems = passing(run)
         if not problems and without_memory(stored_plan(run), limit) != without_memory(whole, limit):
             problems.append("the plan under --limit %s differs from the whole fleet's" % limit)

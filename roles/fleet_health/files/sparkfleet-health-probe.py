@@ -14,7 +14,8 @@ the pinned branch and is not one the rule book knows as bad on Sparks (an
 update made by hand is caught before the reboot), the
 memory left (MemAvailable) and the memory pressure (PSI); and
 exports the last benchmark sweep (playbooks/benchmark.yml)
-where the host keeps one. It writes the results as Prometheus text-format metrics into
+where the host keeps one, and when it last dropped its page cache before a
+model loaded (the record of sparkfleet.gb10.vllm_service's page-cache helper). It writes the results as Prometheus text-format metrics into
 node_exporter's textfile directory, atomically (temporary file + rename), and
 prints one line per failed check. Standard library only; runs as root (the
 API key files are root-only).
@@ -83,6 +84,10 @@ METRICS = {
                                                   "one task, full: every non-idle task at once."),
     "sparkfleet_memory_pressure_stalled_seconds_total": ("counter", "Seconds tasks stalled on memory since boot "
                                                                     "(/proc/pressure/memory total), by kind."),
+    "sparkfleet_page_cache_dropped_timestamp_seconds": ("gauge", "Unix time this host last dropped its page cache "
+                                                                 "before a model loaded: how=local (a vLLM unit of "
+                                                                 "its own started) or how=asked (the head of a "
+                                                                 "multi-node model it follows asked, before its start)."),
 }
 
 PROC_VERSION_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
@@ -411,6 +416,20 @@ def benchmark_samples(sweep):
     return samples
 
 
+def page_cache_samples(state):
+    """When this host last dropped its page cache before a load, by how it was asked for (``local``: a vLLM unit of
+    its own started; ``asked``: the head of a multi-node model it follows asked), from the helper's record
+    (``{last, recent}``, each drop with ``at``, ``ok`` and ``how``). Failed drops do not count."""
+    latest = {}
+    entries = list(state.get("recent") or []) + [state.get("last")]
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("ok") or entry.get("how") not in ("local", "asked"):
+            continue
+        if isinstance(entry.get("at"), (int, float)) and not isinstance(entry.get("at"), bool):
+            latest[entry["how"]] = max(latest.get(entry["how"], 0.0), float(entry["at"]))
+    return [("sparkfleet_page_cache_dropped_timestamp_seconds", {"how": how}, latest[how]) for how in sorted(latest)]
+
+
 def parse_meminfo(text):
     """{field: value} of /proc/meminfo, in bytes for the fields given in kB (counts such as HugePages_Total as they
     are)."""
@@ -575,6 +594,14 @@ def collect(config, runner=run, http_get=http):
         samples += memory_samples(meminfo, pressure)
         if "MemAvailable" not in meminfo:
             failures.append("memory: no MemAvailable in %s" % memory.get("meminfo", "/proc/meminfo"))
+
+    if config.get("page_cache_file") and os.path.isfile(config["page_cache_file"]):
+        try:
+            with open(config["page_cache_file"]) as handle:
+                state = json.load(handle)
+            samples += page_cache_samples(state if isinstance(state, dict) else {})
+        except (OSError, ValueError) as exc:
+            failures.append("page cache: cannot read %s: %s" % (config["page_cache_file"], exc))
 
     if config.get("benchmark_file") and os.path.isfile(config["benchmark_file"]):
         try:

@@ -48,14 +48,14 @@ def test_table_from_recorded_results():
     lines = _play(recorded)
     assert lines[0] == "== FLEET"
     header, rule, *rows = lines[1:-1]
-    assert header.split() == ["host", "driver", "fabric", "nccl", "gpu", "ray", "model", "endpoint", "state",
-                              "gpu-mem", "tok/s", "answers", "bench", "tok/s"]
+    assert header.split() == ["host", "driver", "fabric", "nccl", "gpu", "ray", "cache", "drop", "model", "endpoint",
+                              "state", "gpu-mem", "tok/s", "answers", "bench", "tok/s"]
     assert set(rule) <= {"-", " "}
     assert rows[0].split() == ["spark-1", "580.142", "192.168.100.10/9000", "2.28.9", "cpu-form", "head", "(2", "up)",
-                               "tiny-tp",
+                               "-", "tiny-tp",
                                "192.168.100.10:8000", "serving", "0.87", "31.3", "-", "-"]
     assert rows[1].split()[:6] == ["spark-2", "580.142", "192.168.100.11/9000", "2.28.9", "-", "worker"]
-    assert rows[1].split()[6:] == ["tiny-tp", "-", "active", "(rank", "1)", "0.87", "-", "-", "-"]
+    assert rows[1].split()[6:] == ["-", "tiny-tp", "-", "active", "(rank", "1)", "0.87", "-", "-", "-"]
     # The second model of spark-2 sits under it without repeating the host's columns.
     assert rows[2].split() == ["embed", "192.168.100.11:8001", "down", "0.05", "-", "-", "-"]
     assert rows[2].index("embed") == rows[0].index("tiny-tp")
@@ -81,7 +81,8 @@ def test_ignored_failures_are_not_listed():
 
 def test_host_without_models_gets_dashes():
     lines = fleet_table.table_lines({"spark-3": {"driver": "580.142", "fabric_address": "10.0.0.3", "fabric_mtu": 1500}})
-    assert lines[2].split() == ["spark-3", "580.142", "10.0.0.3/1500", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
+    assert lines[2].split() == ["spark-3", "580.142", "10.0.0.3/1500", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                                "-"]
 
 
 def test_tokens_per_second_has_one_decimal_and_a_dash_when_missing():

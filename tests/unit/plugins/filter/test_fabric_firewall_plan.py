@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_firewall_plan import fabric_firewall_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall as fw
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
 
 ETH0 = {"ifname": "eth0", "addr_info": [
     {"family": "inet", "local": "10.0.0.21", "prefixlen": 24, "scope": "global"},
@@ -97,6 +98,23 @@ def test_rsync_port_only_where_a_model_has_a_source():
     assert internal(plan)["model_store_rsync_port"] == (default, default)
     plan = fabric_firewall_plan(data(models=[dict(TP, source={"type": "dir", "path": "/x"})], rsync_port=8873))
     assert internal(plan)["model_store_rsync_port"] == (8873, 8873)
+
+
+@pytest.mark.parametrize("model, host, member", [
+    (TP, "s2", True),                           # mp follower: its head asks it to drop its page cache
+    (dict(TP, executor="ray"), "s2", True),     # ray follower: no vLLM unit of its own, asked all the same
+    (TP, "s1", False),                          # the head asks; it listens for no one
+    ({"name": "one", "model": "m"}, "s1", False),
+])
+def test_page_cache_port_only_on_a_member_of_a_multi_node_model(model, host, member):
+    port = fleet_default("page_cache_port")
+    plan = fabric_firewall_plan(data(host=host, models=[model], groups=[]))
+    assert internal(plan).get("vllm_service_page_cache_port") == ((port, port) if member else None)
+    if member:
+        assert '%d comment "vllm_service_page_cache_port"' % port in plan["ruleset"]
+        # vllm_service's variable where the inventory sets it
+        moved = fabric_firewall_plan(data(host=host, models=[model], groups=[], page_cache_port=9875))
+        assert internal(moved)["vllm_service_page_cache_port"] == (9875, 9875)
 
 
 def nccl_default(name):

@@ -621,6 +621,9 @@ NOT_AN_INVENTORY_MISTAKE = {
     "reasoning_max_tokens": "a client setting; fleet_verify and the readiness probe send enough tokens",
     "drop_page_cache": "the vllm_service unit runs it; no model entry key turns it off",
     "privileged_exec_start_pre": "how the unit is written, not an inventory value",
+    "members_drop_page_cache": "the head's vllm_service unit asks its members, from the fleet plan; no inventory value "
+                               "turns it off but vllm_service_drop_caches (a role setting)",
+    "service_stack_limit": "written into the vllm_service and ray units; no inventory value sets it",
     "vllm_start_timeout": "a unit timeout taken from the rule book by the role defaults",
     "prefix_cache_metrics": "which metrics the verification reads",
     "host_networking": "how containers are started; the collection runs no model containers",

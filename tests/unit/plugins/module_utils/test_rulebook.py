@@ -44,11 +44,15 @@ EXPECTED = {
     "long_context_multinode_utilization": {"gpu_memory_utilization_long_context": 0.82,
                                            "long_context_threshold_tokens": 131072},
     "drop_page_cache": {"drop_caches_command": "sync; echo 3 > /proc/sys/vm/drop_caches"},
+    # 002/003: a member drops before every load; the head's start waits for every member (TimeoutStartSec).
+    "members_drop_page_cache": {"page_cache_drop_timeout_sec": 600},
     "privileged_exec_start_pre": {"exec_start_pre_privileged_prefix": "+"},
     "vllm_start_timeout": {},
     "prefix_cache_metrics": {"prefix_cache_hit_metrics": ["vllm:prefix_cache_hits_total",
                                                           "vllm:prefix_cache_queries_total"]},
     "host_networking": {"container_network_mode": "host"},
+    # 002: docker run --ulimit stack=67108864
+    "service_stack_limit": {"service_stack_limit": 67108864},
     "triton_ptxas": {"triton_ptxas_source": "/usr/local/cuda/bin/ptxas",
                      "triton_ptxas_link": "triton/backends/nvidia/bin/ptxas"},
     # The release pins themselves are checked against the contract lock (test_pins_match_the_lock), and
@@ -56,14 +60,14 @@ EXPECTED = {
     "version_pins": {"python_version": "3.12"},
     "torch_cuda_build": {"torch_cuda_build": "cu129", "torch_index_url": "https://download.pytorch.org/whl/cu129"},
     "cutlass_fp8_patch": {},
-    "nccl_preload": {"nccl_preload_env": "LD_PRELOAD"},
-    "nvidia_device_nodes": {"nvidia_devices_unit": "sparkfleet-nvidia-devices"},
-    "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
-    "fabric_mtu": {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
     # vLLM 0.19.0's kernel class names; tests/contract/test_fp8_kernels.py holds them to the release.
     "cutlass_fp8_disabled_kernels": {"vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel",
                                                                "FlashInferFP8ScaledMMLinearKernel",
                                                                "CutlassInt8ScaledMMLinearKernel"]},
+    "nccl_preload": {"nccl_preload_env": "LD_PRELOAD"},
+    "nvidia_device_nodes": {"nvidia_devices_unit": "sparkfleet-nvidia-devices"},
+    "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
+    "fabric_mtu": {"fabric_mtu": 9000, "jumbo_ping_payload": 8972},
     "qsfp_both_halves": {"qsfp_halves_per_port": 2},
     "nccl_ib_hca": {"nccl_pin_ib_hca": True},
     "nccl_ib_transport": {"nccl_ib_disable": "0", "nccl_net_plugin": "none", "nccl_ib_roce_version_num": "2",
@@ -134,6 +138,17 @@ def test_start_timeout_covers_load_and_compile():
     assert rulebook.setting("vllm_start_timeout_sec") >= 15 * 60
 
 
+def test_the_units_stack_limit_is_the_seeds_containers():
+    # The one value both say: the containers' --ulimit and the units' LimitSTACK=.
+    flags = rulebook.setting("container_run_flags")
+    assert "stack=%d" % rulebook.setting("service_stack_limit") in flags
+
+
+def test_members_drop_timeout_leaves_the_load_to_the_start_timeout():
+    # The drops before vLLM starts are bounded apart from the load itself (readiness, the head watch).
+    assert 0 < rulebook.setting("page_cache_drop_timeout_sec") < rulebook.setting("vllm_start_timeout_sec")
+
+
 def test_cutlass_patch_names_both_functions_and_constants():
     patch = rulebook.setting("cutlass_fp8_patch")
     assert patch["file"] == "vllm/model_executor/layers/quantization/utils/w8a8_utils.py"
@@ -159,6 +174,9 @@ def test_kernel_env():
     assert env["VLLM_USE_FLASHINFER_MOE_FP4"] == "0"
     assert env["VLLM_MARLIN_USE_ATOMIC_ADD"] == "1"
     assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
+    # vllm/envs.py splits on "," and strips nothing.
+    assert env["VLLM_DISABLED_KERNELS"].split(",") == rulebook.setting("vllm_disabled_kernels")
+    assert " " not in env["VLLM_DISABLED_KERNELS"]
 
 
 def test_setting_unknown_names_known_keys():
@@ -174,9 +192,6 @@ def test_setting_returns_copies():
 
 @pytest.mark.parametrize("version,branch", [("580.142", "580"), ("590.44.01", "590"), ("", None), (None, None),
                                             ("N/A", None)])
-    # vllm/envs.py splits on "," and strips nothing.
-    assert env["VLLM_DISABLED_KERNELS"].split(",") == rulebook.setting("vllm_disabled_kernels")
-    assert " " not in env["VLLM_DISABLED_KERNELS"]
 def test_driver_branch_of(version, branch):
     assert rulebook.driver_branch_of(version) == branch
 

@@ -97,4 +97,43 @@ def test_the_filters_are_the_functions():
     units = unit_filters.vllm_units(services(), "/models", "/etc/sv", inventory_key=True, hf_token=False)
     assert units == vu.units(services(), "/models", "/etc/sv", True, False, True)
     assert set(unit_filters.FilterModule().filters()) == {
-        "vllm_units", "vllm_key_sources", "vllm_api_keys", "vllm_secret_files", "vllm_controller_key_files"}
+        "vllm_units", "vllm_key_sources", "vllm_api_keys", "vllm_secret_files", "vllm_controller_key_files",
+        "vllm_page_cache_heads"}
+
+
+# ------------------------------------------------------------ who asks whom to drop the page cache
+THREE = [{"name": "pp3", "model": "org/p", "nodes": ["a", "b", "c"], "executor": "ray"},
+         {"name": "tp2", "model": "org/t", "port": 8001, "nodes": ["b", "c"]},
+         {"name": "solo", "model": "org/s", "port": 8002}]
+THREE_FLEET = {"a": {"sparkfleet_models": [THREE[0]], "sparkfleet_fabric_address": "10.0.0.1",
+                     "group_names": ["sparks", "ray_head"], "sparkfleet_cluster": "r"},
+               "b": {"sparkfleet_models": THREE, "sparkfleet_fabric_address": "10.0.0.2", "vllm_service_node_ip": "10.0.1.2",
+                     "group_names": ["sparks", "ray_workers"], "sparkfleet_cluster": "r"},
+               "c": {"sparkfleet_models": THREE[:2], "sparkfleet_fabric_address": "10.0.0.3",
+                     "group_names": ["sparks", "ray_workers"], "sparkfleet_cluster": "r"}}
+
+
+def _view(host):
+    return fp.host_view(fp.build(THREE_FLEET), host)
+
+
+def test_a_head_asks_every_other_node_at_its_fabric_address():
+    got = dict((u["name"], u["page_cache_members"]) for u in vu.units(_view("a")["services"], "/m", "/s"))
+    # pp3 (ray): its followers run no vLLM unit, yet each is asked, where the plan reaches it (vllm_service_node_ip first)
+    assert got == {"pp3": [{"host": "b", "address": "10.0.1.2"}, {"host": "c", "address": "10.0.0.3"}]}
+    got = dict((u["name"], u["page_cache_members"]) for u in vu.units(_view("b")["services"], "/m", "/s"))
+    # b heads tp2 (asks c), serves solo alone (asks nobody); it runs no unit for pp3, whose follower it is
+    assert got == {"tp2": [{"host": "c", "address": "10.0.0.3"}], "solo": []}
+    # a follower's own unit asks nobody (its head does)
+    assert [u["page_cache_members"] for u in vu.units(_view("c")["services"], "/m", "/s")] == [[]]
+
+
+def test_a_member_answers_the_heads_of_the_models_it_follows_and_no_one_else():
+    assert vu.page_cache_heads(_view("a")["models"]) == {"models": [], "heads": []}
+    assert vu.page_cache_heads(_view("b")["models"]) == {"models": ["pp3"], "heads": [{"host": "a", "address": "10.0.0.1"}]}
+    # c follows both: two models, two heads; the same head twice would be listed once
+    assert vu.page_cache_heads(_view("c")["models"]) == {
+        "models": ["pp3", "tp2"], "heads": [{"host": "a", "address": "10.0.0.1"}, {"host": "b", "address": "10.0.1.2"}]}
+    twice = [dict(m, name=n) for m, n in zip([_view("c")["models"][0]] * 2, ("x", "y"))]
+    assert vu.page_cache_heads(twice)["heads"] == [{"host": "a", "address": "10.0.0.1"}]
+    assert unit_filters.vllm_page_cache_heads(_view("c")["models"]) == vu.page_cache_heads(_view("c")["models"])
