@@ -54,7 +54,7 @@ def cpu_flags(path="/proc/cpuinfo"):
     model, flags = "unknown CPU", []
     with open(path) as handle:
         for line in handle:
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             key = key.strip()
             if key == "model name" and model == "unknown CPU":
                 model = value.strip()

@@ -18,8 +18,9 @@ description:
     environment file of the role C(sparkfleet.gb10.nccl) and O(environment)), and reads from inside that process
     torch's version and CUDA build, whether CUDA sees the GPU, its compute capability and memory, whether
     vLLM's kernels load the way the release loads them (C(import vllm._C) on CUDA; on the CPU build the release's
-    own C(CpuPlatform.import_kernels()), which picks C(_C), C(_C_AVX512) or C(_C_AVX2) for the CPU), and the library each NCCL entry point resolves to in the global scope (C(dlsym) then
-    C(dladdr), which is what torch's own collectives bind to), by path, not by version.
+    own C(CpuPlatform.import_kernels()), which picks C(_C), C(_C_AVX512) or C(_C_AVX2) for the CPU), and the
+    library each NCCL entry point resolves to in the global scope (C(dlsym) then C(dladdr), which is what torch's
+    own collectives bind to), by path, not by version.
   - In O(form=cuda) (a Spark) every check runs. In O(form=cpu) (the simulated fleet, whose vLLM is the CPU
     build) the CUDA checks are not run and the result says so; the imports and the NCCL resolution are checked.
   - Fails naming what was found and the fix; a probe killed by a signal is reported with the signal, what it
