@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, redaction
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.nccl_env import nccl_env
@@ -83,7 +83,10 @@ class ActionModule(ActionBase):
             return self._plan_only(result, hosts, all_hostvars, task_vars)
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
-        plan, findings = fp.judge_fleet(fleet, role_specs, fleet_checks())
+        checks = fleet_checks()
+        # The inventory's groups: a host of group ray_head outside group sparks is named as the cluster's missing head.
+        checks["groups"] = plain_data(dict((name, list(members)) for name, members in (task_vars.get("groups") or {}).items()))
+        plan, findings = fp.judge_fleet(fleet, role_specs, checks)
         plan = None if plan is None else plain_data(plan)
         result["plan"] = plan
         if plan is not None:
@@ -93,7 +96,8 @@ class ActionModule(ActionBase):
         result["checked_hosts"] = list(hosts)
         result["findings"] = [f.as_dict() for f in findings]
         result["changed"] = False
-        optouts = fp.optout_warnings(fleet)
+        # The reasons of open endpoints are the inventory's words: shown through the same redaction as the findings.
+        optouts = redaction.redact(fp.optout_warnings(fleet), fp.fleet_secrets(fleet, role_specs))
         if optouts:
             result["warnings"] = ["OPEN ENDPOINT " + line for line in optouts]
         result["api_key_optouts"] = optouts

@@ -12,7 +12,9 @@ version_added: "0.1.0"
 description:
   - Collects the C(sparkfleet_fleet_row) fact that the summary play of C(playbooks/verify.yml) sets on each host
     (driver, fabric address and MTU, NCCL, what the GPU gate read (C(sm12.1/cuda12.9) on a Spark, C(cpu-form) where
-    the simulated fleet's CPU build was checked without CUDA), Ray role and members, each model with its endpoint, state and
+    the simulated fleet's CPU build was checked without CUDA), Ray role and members, when the host last dropped its page
+    cache before a model loaded and how it was asked for (C(12s ago (asked)) when the head of a multi-node model it
+    follows asked, C(local) when a vLLM unit of its own started), each model with its endpoint, state and
     gpu-memory-utilization, the tokens/s of the verify completion, which correctness check its answers passed
     (C(answers 3/3) for the rule book's known answers, C(same twice) for the determinism check alone) and the
     headline of the last benchmark sweep (output tok/s at the lowest concurrency and at the best, e.g.
@@ -28,9 +30,11 @@ requirements:
 from ansible.plugins.callback import CallbackBase
 from ansible.utils.color import stringc
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction
+
 ROW_FACT = "sparkfleet_fleet_row"
-COLUMNS = ("host", "driver", "fabric", "nccl", "gpu", "ray", "model", "endpoint", "state", "gpu-mem", "tok/s", "answers",
-           "bench tok/s")
+COLUMNS = ("host", "driver", "fabric", "nccl", "gpu", "ray", "cache drop", "model", "endpoint", "state", "gpu-mem", "tok/s",
+           "answers", "bench tok/s")
 
 
 def _text(value, default="-"):
@@ -47,6 +51,20 @@ def _rate(value):
         return "-"
 
 
+def _ago(seconds, how=None):
+    """How long ago the host last dropped its page cache before a load ('-' when it never recorded one), and how
+    it was asked for: '12s ago (asked)', '5m ago (local)', '3h ago', '2d ago'."""
+    try:
+        seconds = max(0.0, float(seconds))
+    except (TypeError, ValueError):
+        return "-"
+    for unit, size, limit in (("s", 1, 120), ("m", 60, 7200), ("h", 3600, 172800), ("d", 86400, None)):
+        if limit is None or seconds < limit:
+            text = "%d%s ago" % (seconds // size, unit)
+            break
+    return "%s (%s)" % (text, how) if how else text
+
+
 def table_lines(rows):
     """Lines of the table for {host: row}; one line per model, host columns only on its first line."""
     lines = []
@@ -56,7 +74,8 @@ def table_lines(rows):
         ray = _text(row.get("ray_role"))
         if row.get("ray_members") not in (None, ""):
             ray = "%s (%s up)" % (ray, row["ray_members"])
-        head = [host, _text(row.get("driver"), "?"), fabric, _text(row.get("nccl")), _text(row.get("gpu")), ray]
+        head = [host, _text(row.get("driver"), "?"), fabric, _text(row.get("nccl")), _text(row.get("gpu")), ray,
+                _ago(row.get("page_cache_age_s"), row.get("page_cache_how"))]
         models = row.get("models") or [{}]
         for index, model in enumerate(models):
             cells = head if index == 0 else [""] * len(head)
@@ -72,11 +91,26 @@ def table_lines(rows):
     return out
 
 
-def failure_line(host, task_name, result):
-    """'host: task: first line of the message' for a failed task."""
+def failure_line(host, task_name, result, secrets=()):
+    """'host: task: first line of the message' for a failed task, with the run's ``secrets`` and every secret its
+    shapes show hidden (plugins/module_utils/redaction.py)."""
     message = result.get("msg") or result.get("stderr") or result.get("reason") or "failed"
     first = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
-    return "%s: %s: %s" % (host, task_name, first)
+    return redaction.redact_text("%s: %s: %s" % (host, task_name, first), secrets)
+
+
+def run_secrets(play):
+    """The secret values of the inventory a play runs on (``redaction.secret_values`` of every host's variables, as
+    the variable manager holds them; a template stays its text). Empty when they cannot be read: the line is then
+    redacted by the shapes of secrets alone."""
+    found = set()
+    try:
+        manager = play.get_variable_manager()
+        for host in manager._inventory.get_hosts():
+            found |= redaction.secret_values(manager.get_vars(play=play, host=host, include_hostvars=False))
+    except Exception:  # pylint: disable=broad-except
+        pass
+    return found
 
 
 class CallbackModule(CallbackBase):
@@ -89,6 +123,10 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self.rows = {}
         self.failures = []
+        self.play = None
+
+    def v2_playbook_on_play_start(self, play):
+        self.play = play
 
     def v2_runner_on_ok(self, result):
         facts = result._result.get("ansible_facts") or {}
@@ -97,13 +135,14 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if not ignore_errors:
-            self.failures.append(failure_line(result._host.get_name(), result._task.get_name(), result._result))
+            self.failures.append((result._host.get_name(), result._task.get_name(), result._result))
 
     def v2_playbook_on_stats(self, stats):
         if not self.rows and not self.failures:
             return
         self._display.banner("FLEET")
+        secrets = run_secrets(self.play) if self.play is not None else set()
         for line in table_lines(self.rows):
-            self._display.display(line)
-        for line in self.failures:
-            self._display.display(stringc(line, "red"), stderr=False)
+            self._display.display(redaction.redact_text(line, secrets))
+        for failure in self.failures:
+            self._display.display(stringc(failure_line(*failure, secrets=secrets), "red"), stderr=False)

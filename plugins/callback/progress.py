@@ -36,6 +36,8 @@ import time
 
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction
+
 
 def elapsed_text(seconds):
     """'45s', '4m05s', '1h02m03s'."""
@@ -53,7 +55,9 @@ def heartbeat_line(task_name, started, now, pending):
     """The line for a task still running on ``pending`` hosts, or None when none is pending."""
     if not pending:
         return None
-    return "... still running after %s: %s [%s]" % (elapsed_text(now - started), task_name, ", ".join(sorted(pending)))
+    # A task's name may be templated from the inventory: shown through the collection's one redaction.
+    return redaction.redact_text("... still running after %s: %s [%s]" % (
+        elapsed_text(now - started), task_name, ", ".join(sorted(pending))))
 
 
 class Tracker(object):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fabric_subnet import subnet_problem
+
 try:
     import netaddr
 except ImportError:  # reported when used
@@ -15,14 +17,10 @@ except ImportError:  # reported when used
 def _network(subnet):
     if netaddr is None:
         raise AnsibleFilterError("the fabric_address filters need the python netaddr library on the controller")
-    try:
-        net = netaddr.IPNetwork(str(subnet))
-    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("fabric subnet %r is not a CIDR network such as 192.168.100.0/24: %s" % (subnet, exc))
-    if net.version != 4:
-        raise AnsibleFilterError("fabric subnet %s must be IPv4 (RoCE v2 GIDs are picked by IPv4 address)" % subnet)
-    if net.ip != net.network:
-        raise AnsibleFilterError("fabric subnet %s has host bits set; did you mean %s/%d?" % (subnet, net.network, net.prefixlen))
+    # The judgement preflight makes first (fleet_preflight.check_fabric), written once.
+    net, problem = subnet_problem(subnet)
+    if problem:
+        raise AnsibleFilterError("fabric subnet %r %s. Fix: %s" % (subnet, problem[0], problem[1]))
     return net
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import nccl_env as impl
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction
 
 
 def nccl_env(gb10_facts, fabric, host=None):
     try:
         return impl.nccl_env(gb10_facts, fabric, host=host)
     except impl.NcclEnvError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(redaction.refusal(str(exc), fabric))
 
 
 def nccl_env_vars(gb10_facts, fabric, host=None):

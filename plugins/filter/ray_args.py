@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import ray_args as impl
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction
 
 
 def ray_args(role, ray_bin, node_ip, ports, num_gpus, num_cpus=0, object_store_memory=0, extra_args=None,
@@ -17,7 +18,7 @@ def ray_args(role, ray_bin, node_ip, ports, num_gpus, num_cpus=0, object_store_m
         return impl.ray_args(role, ray_bin, node_ip, ports, num_gpus, num_cpus, object_store_memory, extra_args or [],
                              head_address, include_dashboard, dashboard_host)
     except impl.RayArgsError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(redaction.refusal(str(exc), extra_args))
 
 
 def ray_env(node_ip, user, auth_token_file, nccl_env=None, environment=None):

@@ -60,5 +60,6 @@ class LookupModule(LookupBase):
             for name in role_settings.variables(role):
                 if name in variables:
                     settings[name] = self._templar.template(variables[name])
-            out.extend(role_settings.message(host, problem) for problem in role_settings.problems(role, settings))
+            out.extend(role_settings.message(host, problem, settings)
+                       for problem in role_settings.problems(role, settings))
         return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+import re
 
 try:
     import yaml
@@ -26,7 +27,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import (
-    fabric_firewall, fleet_plan, gpu_gate, role_settings, rulebook)
+    fabric_firewall, fabric_subnet, fleet_plan, gpu_gate, redaction, role_settings, rulebook)
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import nccl_env as nccl_env_util
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import (
     FLEET_DEFAULTS, fleet_default, fleet_value, inventory_variable)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
@@ -263,6 +265,41 @@ def check_fabric(fleet, subnet_default=None):
     return findings
 
 
+# The subnets of the two halves of the cabled port, by the variable the inventory sets (the first that is set), with the
+# network role's default; the first half's format is check_fabric's.
+SUBNET_VARIABLES = (("first", ("qsfp_network_subnet", "sparkfleet_fabric_subnet"), "192.168.100.0/24"),
+                    ("second", ("qsfp_network_second_half_subnet", "sparkfleet_fabric_subnet_second_half"),
+                     "192.168.101.0/24"))
+
+
+def check_fabric_subnets(fleet):
+    """What the network role's fabric_address filter refuses of a half's subnet (``fabric_subnet.subnet_problem``:
+    host bits set, not CIDR, not IPv4), and the two halves of the port in overlapping subnets: each half is its own
+    route (rule qsfp_both_halves), and with one subnet the kernel sends both halves' traffic out of one of them."""
+    findings = {}
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        nets = {}
+        for half, variables, default in SUBNET_VARIABLES:
+            variable = next((v for v in variables if host_vars.get(v)), None)
+            subnet = host_vars.get(variable) if variable else default
+            if not isinstance(subnet, str) or not role_settings.known(subnet):
+                continue  # a type is check_variable_types', a template the role's
+            net, problem = fabric_subnet.subnet_problem(subnet)
+            if problem and (half == "second" or "host bits" in problem[0]):
+                findings.setdefault((variable, subnet, problem), []).append(host)
+            nets[half] = (net, variable or "%s (default %s)" % (variables[-1], default), subnet)
+        if len(nets) == 2 and None not in (nets["first"][0], nets["second"][0]) and \
+                nets["first"][0].first <= nets["second"][0].last and nets["second"][0].first <= nets["first"][0].last:
+            variable, subnet = nets["second"][1], nets["second"][2]
+            findings.setdefault((variable, subnet, (
+                "overlaps the first half's subnet %s (%s): each half of the port needs its own subnet, or the kernel "
+                "routes both halves' traffic out of one (rule qsfp_both_halves)" % (nets["first"][2], nets["first"][1]),
+                "give the second half a subnet apart from the first, e.g. 192.168.101.0/24")), []).append(host)
+    return [Finding(", ".join(hosts), variable, subnet, problem, fix)
+            for (variable, subnet, (problem, fix)), hosts in sorted(findings.items(), key=lambda item: item[1])]
+
+
 # A problem of the cluster layout handed to the entry check, by the placement key that causes it.
 _CLUSTER_KEY_TO_ENTRY = {"executor": "executor", "master_port": "master_port", "nnodes": "nodes", "node_rank": "nodes"}
 
@@ -405,19 +442,61 @@ def check_models(fleet, entry_check, memory_split, utilization):
             if not problems:
                 local_services.append(_entry(model))
                 placed.append((index, model))
-        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization, _models_var(host_vars)))
+        declared = [(_var(host_vars, index, model, "weights_gib"), _entry(model)) for index, model in placed
+                    if model.get("weights_gib") is not None]
+        findings.extend(_check_memory(host, gb10, local_services, memory_split, utilization, _models_var(host_vars),
+                                      declared))
         if not all(_sized(entry) for entry in local_services):
             # No arithmetic of the whole host: each entry's weights alone must still fit its share.
             for index, model in placed:
                 entry = _entry(model)
                 share = float(entry.get("gpu_memory_utilization") or utilization["default"])
                 short = weights_shortfall(gb10, entry, share)
-                if short:
+                if short and entry.get("weights_gib") is not None and weights_shortfall(gb10, entry, utilization["ceiling"]):
+                    # The weights the user declared exceed even the ceiling: the size, not the share, is what to check.
+                    findings.append(_weights_gib_finding(host, _var(host_vars, index, model, "weights_gib"), entry,
+                                                         weights_shortfall(gb10, entry, utilization["ceiling"])))
+                elif short:
                     findings.append(Finding(host, _var(host_vars, index, model, "gpu_memory_utilization"),
                                             entry.get("gpu_memory_utilization", share), short,
                                             "spread the model over more Sparks (nodes), serve a smaller or quantized "
                                             "checkpoint, or raise gpu_memory_utilization (at most %.2f for all the "
                                             "host's models together)" % utilization["ceiling"]))
+    return findings
+
+
+# What decides the code a host's virtualenv holds (roles/vllm_venv): the members of one model must agree on each,
+# or vllm_venv's drift check stops the run at the virtualenv stage, after the driver, network and NCCL stages ran.
+VENV_PINS = ("vllm_venv_vllm_version", "vllm_venv_torch_version", "vllm_venv_torch_backend", "vllm_venv_triton_version",
+             "vllm_venv_transformers_version", "vllm_venv_ray_version", "vllm_venv_packages",
+             "vllm_venv_nodeps_packages", "vllm_venv_requirements_files", "vllm_venv_constraints_file")
+_UNSET = "(unset: the role's default)"
+
+
+def check_member_versions(fleet):
+    """The members of a multi-node model set the same version pins (``VENV_PINS``): each member that differs from
+    the model's first node is named with the variable it sets, once per variable."""
+    findings = []
+    seen = set()
+    for host in sorted(fleet):
+        for model in _models(fleet[host]):
+            nodes = model.get("nodes") if isinstance(model, dict) else None
+            if not isinstance(nodes, list) or len(nodes) < 2 or nodes[0] != host or \
+                    not all(isinstance(n, str) and n in fleet for n in nodes):
+                continue  # one node, not the first, or nodes check_models names
+            head = fleet[host]
+            for member in nodes[1:]:
+                for variable in VENV_PINS:
+                    mine, theirs = fleet[member].get(variable, _UNSET), head.get(variable, _UNSET)
+                    if mine == theirs or (member, variable) in seen:
+                        continue
+                    seen.add((member, variable))
+                    findings.append(Finding(member, variable, mine, "differs from %r on %s, the first node of model %s "
+                                            "(%s): its members would install different code, and the virtualenv "
+                                            "stage stops the run when their freezes differ, after the driver, network "
+                                            "and NCCL stages ran" % (theirs, host, model.get("name"), ", ".join(nodes)),
+                                            "set %s once for every member (the cluster's group_vars), or on none"
+                                            % variable))
     return findings
 
 
@@ -442,6 +521,54 @@ def check_model_sources(fleet):
     return findings
 
 
+# Where the example inventories hold a place for what each user must write, and which can only fail later: a
+# documentation address (RFC 5737, RFC 3849) where a run connects to a host, and an hf revision of one hex digit forty
+# times (it passes as a commit, and no repository has it; an empty one is the entry check's finding).
+DOCUMENTATION_NETWORKS = tuple(ipaddress.ip_network(n)
+                               for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+
+
+def check_placeholders(fleet):
+    """Placeholders a run would take for real: an hf ``source.revision`` of one digit repeated (the models stage would
+    fail on it after the driver, network, NCCL and virtualenv stages changed the hosts), and a
+    documentation address as the address Ansible connects to (``ansible_host``, else the inventory name) unless the
+    connection is local. In the play such a host is unreachable and the preflight play stops (any_errors_fatal); this
+    finding is for a host outside ``--limit``, which the run plans but never contacts: the limited hosts would go
+    through every stage up to a model or Ray cluster that waits for it."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        for index, model in enumerate(_models(host_vars)):
+            source = model.get("source") if isinstance(model, dict) else None
+            if not isinstance(source, dict) or source.get("type") != "hf" or not isinstance(source.get("revision"), str):
+                continue  # no revision or the wrong type: check_model_sources and the entry check name it
+            revision = source["revision"].strip()
+            if not (len(revision) == 40 and len(set(revision)) == 1 and revision[0] in "0123456789abcdef"):
+                continue  # a commit, or not 40 hex digits (check_model_sources), or empty (the entry check)
+            findings.append(Finding(
+                host, _var(host_vars, index, model, "source.revision"), source["revision"],
+                "one digit repeated, a placeholder and no commit of %s: the models stage would fail on it, after the "
+                "driver, network, NCCL and virtualenv stages changed the hosts" % (source.get("repo") or "the repository"),
+                "write the commit you reviewed: 40 hex digits from the repository's 'Files and versions' history on "
+                "the hub (or huggingface_hub's HfApi().model_info(%r).sha)" % (source.get("repo") or "org/name")))
+        connection = str(host_vars.get("ansible_connection") or "ssh")
+        if connection.rsplit(".", maxsplit=1)[-1] == "local":
+            continue
+        address = host_vars.get("ansible_host", host)
+        try:
+            ip = ipaddress.ip_address(str(address).strip())
+        except ValueError:
+            continue  # a name: resolved when connecting
+        if any(ip.version == net.version and ip in net for net in DOCUMENTATION_NETWORKS):
+            findings.append(Finding(
+                host, "ansible_host", address,
+                "a documentation address (RFC 5737/3849, the example inventories' placeholder), which no Spark holds: "
+                "no run reaches this host there (connection %s), and a run limited to the others would take them "
+                "through every stage up to a model or Ray cluster that waits for it" % connection,
+                "write the management address you reach this Spark at over SSH"))
+    return findings
+
+
 def _addresses_of(host_vars):
     """The IPv4 addresses preflight knows the host holds or will hold: its fabric address (qsfp_network puts it on
     the port) and, from its facts, every address of every interface. ``(addresses, from_facts)``: whether the facts
@@ -455,11 +582,41 @@ def _addresses_of(host_vars):
     return found, isinstance(every, list)
 
 
+def _ipv4(text):
+    try:
+        return ipaddress.IPv4Address(str(text).strip())
+    except ValueError:
+        return None
+
+
+def _fabric_only(host_vars, address):
+    """What makes ``address`` (an IPv4Address) one only the fabric reaches, or '': the host's fabric address (or
+    vllm_service_node_ip), an address of a half's fabric subnet, or an address its facts show on a QSFP netdev."""
+    for variable in ("sparkfleet_fabric_address", "vllm_service_node_ip"):
+        if str(host_vars.get(variable) or "").strip() == str(address):
+            return "the fabric address (%s)" % variable
+    for _half, variables, default in SUBNET_VARIABLES:
+        variable = next((v for v in variables if host_vars.get(v)), None)
+        subnet = host_vars.get(variable) if variable else default
+        try:
+            net = ipaddress.ip_network(str(subnet), strict=False)
+        except ValueError:
+            continue  # check_fabric_subnets names it
+        if address in net:
+            return "an address of the fabric subnet %s (%s)" % (subnet, variable or "%s, the default" % variables[-1])
+    netdevs = ((host_vars.get("ansible_facts") or {}).get("gb10") or {}).get("netdevs") or {}
+    for name, netdev in sorted(netdevs.items()):
+        if str(address) in [str(a).split("/", maxsplit=1)[0] for a in (netdev or {}).get("ipv4") or []]:
+            return "an address of the QSFP port %s" % name
+    return ""
+
+
 def check_api_addresses(fleet):
     """The address each API binds to (an entry's ``host``, vLLM's ``--host``) is one the host holds, and one its
     gates can call (``fleet_plan.call_address``: a wildcard on the loopback, else the address itself): an IPv4
     address of this host, the loopback, or 0.0.0.0 / :: for every address. A name or an address of another host
-    would leave vLLM unable to bind, after every earlier stage ran."""
+    would leave vLLM unable to bind, after every earlier stage ran. An address only the fabric reaches (the fabric
+    address, one of a half's subnet or of a QSFP port) is refused too: the gates pass and no LAN client connects."""
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
@@ -484,18 +641,173 @@ def check_api_addresses(fleet):
                                         "health probe) call it there", fix))
                 continue
             fabric = host_vars.get("sparkfleet_fabric_address")
-            if len(nodes) > 1 and bind != fabric:
+            # (one it does not hold is the finding below: vLLM could not bind it at all)
+            fabric_only = _fabric_only(host_vars, address) if bind in addresses or not from_facts else ""
+            lan = sorted(a for a in addresses if _ipv4(a) and not _ipv4(a).is_loopback
+                         and not _fabric_only(host_vars, _ipv4(a)))
+            if fabric_only:
+                # verify and the health probe call the API where it binds, from the host itself, so they pass; the
+                # clients on the LAN never reach it (the fabric is the Sparks' QSFP link and nothing else).
+                findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
+                                        "is %s, which only the Sparks on the QSFP fabric reach: the gates pass (they "
+                                        "call the API where it binds, from this host) but no client on the LAN can "
+                                        "connect to the model" % fabric_only,
+                                        "leave host out (%s: every address; fabric_firewall keeps the API to "
+                                        "fabric_firewall_api_sources)%s" % (
+                                            fleet_plan.DEFAULT_HOST, "" if len(nodes) > 1 else
+                                            ", or write the LAN address clients use%s" % (
+                                                " (%s)" % ", ".join(lan) if lan else ""))))
+            elif len(nodes) > 1:
                 # The followers' head watch asks the head's /health at its fabric address (the mp master_addr).
                 findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
                                         "the model spans %d Sparks, whose followers call this API at the head's "
                                         "fabric address %s: bound to %s it would never answer them, and they would "
                                         "restart over and over" % (len(nodes), fabric, bind),
-                                        "leave host out (%s: every address), or write the fabric address %s"
-                                        % (fleet_plan.DEFAULT_HOST, fabric)))
+                                        "leave host out (%s: every address: the followers over the fabric, the "
+                                        "clients over the LAN)" % fleet_plan.DEFAULT_HOST))
             elif not address.is_loopback and bind not in addresses and from_facts:
                 findings.append(Finding(host, _var(host_vars, index, model, "host"), bind,
                                         "is no address of this host (it has %s): vLLM could not bind the API"
                                         % (", ".join(sorted(addresses)) or "none"), fix))
+    return findings
+
+
+# Every map through which the inventory sets a NCCL/Gloo/UCX variable of a service: the roles' NCCL overrides
+# (fabric.overrides of the nccl_env filter) and the environment maps laid over them, and the NCCL environment file.
+NCCL_OVERRIDE_MAPS = ("vllm_service_nccl_overrides", "ray_nccl_overrides", "vllm_service_environment",
+                      "ray_environment", "nccl_env_extra")
+# Read as NCCL reads them: a comma list of prefixes ('=' first: exact names; '^' first: names left out). Gloo takes one
+# name, UCX device[:port] names.
+_PREFIX_MATCHED = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
+
+
+def _fabric_netdevs(host_vars):
+    """The netdevs qsfp_network gives a fabric address: the cabled half and the other half of its port, and any
+    QSFP netdev the facts show holding an address."""
+    interface = fleet_value("fabric_ifname", host_vars)
+    if not isinstance(interface, str):
+        return set()  # check_variable_types names it
+    found = {interface, nccl_env_util.second_half(interface)}
+    netdevs = ((host_vars.get("ansible_facts") or {}).get("gb10") or {}).get("netdevs") or {}
+    found.update(name for name, nd in netdevs.items() if (nd or {}).get("ipv4"))
+    return found
+
+
+def _roce_of(host_vars, netdevs):
+    """``{roce device: netdev}`` of the host: from its facts (gb10.roce), else by the GB10 naming (rocep1s0f1 is
+    enp1s0f1np1's); ``(map, from_facts)``."""
+    roce = ((host_vars.get("ansible_facts") or {}).get("gb10") or {}).get("roce")
+    if isinstance(roce, dict):
+        return dict((dev, (v or {}).get("netdev")) for dev, v in roce.items()), True
+    return dict((re.sub(r"np\d+$", "", "roce" + n[2:]), n) for n in netdevs if n.startswith("en")), False
+
+
+def _named_items(name, value):
+    """The names a NCCL/Gloo/UCX list names (its '=' and ':port' parts off), and whether they are left out ('^')."""
+    text = str(value).strip()
+    excluded = text.startswith("^")
+    items = [i.strip().lstrip("=").split(":", 1)[0] for i in text.lstrip("^").split(",") if i.strip()]
+    return items, excluded
+
+
+def check_nccl_overrides(fleet):
+    """What the inventory tells NCCL, Gloo and UCX that its reader takes otherwise than meant:
+
+    - an interface variable (``fabric_ifname_env_vars``: NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES) or
+      NCCL_IB_HCA naming a port with no fabric address (or leaving out every one that has it): NCCL's bootstrap
+      and Gloo's rendezvous then pick no interface, or the LAN, and a multi-node model hangs at its first collective;
+    - NCCL_IB_DISABLE=1 on a host whose facts show an ACTIVE RoCE device on the fabric port: NCCL runs over TCP at a
+      tenth of RoCE's bandwidth, and the nccl_env filter only warns (rule nccl_ib_transport). A host without facts
+      (outside --limit) is not judged on this: this run does not change it, and the run that reaches it does.
+    """
+    findings = []
+    interface_vars = tuple(rulebook.setting("fabric_ifname_env_vars"))
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        fabric = _fabric_netdevs(host_vars)
+        if not fabric:
+            continue
+        roce, from_facts = _roce_of(host_vars, fabric)
+        fabric_roce = dict((dev, nd) for dev, nd in roce.items() if nd in fabric)
+        gb10_roce = ((host_vars.get("ansible_facts") or {}).get("gb10") or {}).get("roce") or {}
+        active = sorted(dev for dev in fabric_roce if any((p or {}).get("active") for p in
+                                                          ((gb10_roce.get(dev) or {}).get("ports") or {}).values()))
+        for variable in NCCL_OVERRIDE_MAPS:
+            overrides = host_vars.get(variable)
+            if not isinstance(overrides, dict):
+                continue  # a type is check_variable_types' (or role_settings') finding
+            for name in sorted(overrides, key=str):
+                value = overrides[name]
+                if value is None or not role_settings.known(value):
+                    continue  # unset, or a template only the host can render
+                where = "%s.%s" % (variable, name)
+                if name in interface_vars or name == "NCCL_IB_HCA":
+                    choices = sorted(fabric_roce) if name == "NCCL_IB_HCA" else sorted(fabric)
+                    items, excluded = _named_items(name, value)
+                    exact = str(value).strip().lstrip("^").startswith("=") or name not in _PREFIX_MATCHED
+
+                    def matches(item, exact=exact):
+                        return [c for c in choices if (c == item if exact else c.startswith(item))]
+                    if excluded:
+                        left_out = [c for c in choices if any(c in matches(i) for i in items)]
+                        bad = left_out if choices and left_out == choices else []
+                        said = "leaves out %s, every %s with a fabric address" % (
+                            ", ".join(bad), "RoCE device of the port" if name == "NCCL_IB_HCA" else "netdev")
+                    else:
+                        bad = [i for i in items if not matches(i)]
+                        said = "names %s, which %s no fabric address (%s)" % (
+                            ", ".join(bad), "has" if len(bad) == 1 else "have", "the port's RoCE devices: %s%s" % (
+                                ", ".join(choices) or "none", "" if from_facts else ", by their GB10 names")
+                            if name == "NCCL_IB_HCA" else "the fabric netdevs: %s" % ", ".join(choices))
+                    if bad or not items:
+                        findings.append(Finding(host, where, value, "%s: %s would %s, and a multi-node model "
+                                                "hangs at its first collective or crawls over the LAN" % (
+                                                    said if items else "names nothing", name,
+                                                    "find no RoCE device to use" if name == "NCCL_IB_HCA"
+                                                    else "bind no fabric interface"),
+                                                "remove %s from %s: the nccl_env filter sets it from the facts to "
+                                                "the cabled port (%s, rule %s)%s" % (
+                                                    name, variable, ", ".join(choices) or "its halves",
+                                                    "nccl_ib_hca" if name == "NCCL_IB_HCA" else "fabric_interface_env",
+                                                    "; a different port is %s" % inventory_variable("fabric_ifname")
+                                                    if name != "NCCL_IB_HCA" else "")))
+                elif name == "NCCL_IB_DISABLE" and str(value).strip().lower() in ("1", "true", "yes", "on") and active:
+                    findings.append(Finding(host, where, value, "forces NCCL onto TCP sockets (~%s GB/s) although the "
+                                            "facts show ACTIVE RoCE on the fabric port (%s, ~%s GB/s; rule "
+                                            "nccl_ib_transport): the nccl_env filter only warns, and the bandwidth "
+                                            "gate (floor %s GB/s) fails after every stage ran" % (
+                                                rulebook.setting("nccl_bus_bandwidth_socket_gbps"), ", ".join(active),
+                                                rulebook.setting("nccl_bus_bandwidth_roce_gbps"),
+                                                rulebook.setting("nccl_bus_bandwidth_floor_gbps")),
+                                            "remove NCCL_IB_DISABLE from %s (the rule book sets it to %s); "
+                                            "sparkfleet_allow_socket_fallback only accepts TCP where RoCE is missing"
+                                            % (variable, rulebook.setting("nccl_ib_disable"))))
+    return findings
+
+
+def check_serving_driver(fleet):
+    """A host that serves a model, moved by the inventory to a forbidden driver branch (rule driver_branch: 590
+    deadlocks CUDA graphs on GB10) with ``nvidia_driver_accept_forbidden_branch_reason``: the reason lets the driver
+    role install it, and vllm_service then refuses to serve on it, after the driver stage moved the host. The reason
+    is for a host that serves nothing (role_settings accepts it there)."""
+    findings = []
+    for host in sorted(fleet):
+        host_vars = fleet[host]
+        branch, reason = host_vars.get("nvidia_driver_branch"), host_vars.get("nvidia_driver_accept_forbidden_branch_reason")
+        forbidden = host_vars.get("nvidia_driver_forbidden_branches")
+        forbidden = [str(b) for b in (forbidden if isinstance(forbidden, list) else rulebook.setting("driver_forbidden_branches"))]
+        if branch is None or str(branch) not in forbidden or not (isinstance(reason, str) and reason.strip()):
+            continue  # unset, allowed, or without a reason (role_settings refuses that)
+        served = [m.get("name") for m in _models(host_vars) if isinstance(m, dict) and host in (m.get("nodes") or [host])]
+        if served:
+            findings.append(Finding(host, "nvidia_driver_branch", branch,
+                                    "this host serves %s; branch %s deadlocks CUDA graphs on GB10 (rule driver_branch), "
+                                    "which vLLM keeps on: nvidia_driver_accept_forbidden_branch_reason (%r) lets the "
+                                    "driver role install it, then vllm_service refuses to serve on it, after the driver "
+                                    "stage moved the host" % (", ".join(str(n) for n in served), branch, reason),
+                                    "remove nvidia_driver_branch and nvidia_driver_accept_forbidden_branch_reason from "
+                                    "%s (the branch is %s), or move its models to a Spark on %s" % (
+                                        host, rulebook.setting("driver_branch"), rulebook.setting("driver_branch"))))
     return findings
 
 
@@ -587,12 +899,28 @@ def _sized(entry):
     return (entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS)
 
 
-def _check_memory(host, gb10, services, memory_split, utilization, variable="sparkfleet_models"):
+WEIGHTS_GIB_FIX = ("check weights_gib: the size of the checkpoint's weight files for the whole model in GiB (2^30 "
+                   "bytes; `du -s --block-size=1G` of its directory, or the sum of its *.safetensors on the hub), or "
+                   "leave it out to size the weights from params_b; if it is right, spread the model over more Sparks "
+                   "(nodes) or serve a quantized checkpoint")
+
+
+def _weights_gib_finding(host, variable, entry, shortfall, arithmetic=None):
+    """The finding that names the entry's ``weights_gib`` (the user's value) rather than the utilization computed
+    from it."""
+    return Finding(host, variable, entry["weights_gib"],
+                   "the gpu-memory-utilization computed from it is out of range: %s, even at the ceiling%s" % (
+                       shortfall, ". %s" % arithmetic if arithmetic else ""), WEIGHTS_GIB_FIX)
+
+
+def _check_memory(host, gb10, services, memory_split, utilization, variable="sparkfleet_models", declared=()):
     """The models of one host fit its unified memory.
 
     With sizing keys on every entry the gpu_memory_utilization filter does the arithmetic;
     otherwise only the utilizations (explicit, or the rule book default) are summed against
-    the ceiling, since the model size is unknown.
+    the ceiling, since the model size is unknown. ``declared``: ``(variable, entry)`` of the entries whose weights
+    the user sized with ``weights_gib``; where the arithmetic fails, an entry whose declared weights alone exceed
+    the ceiling's share is named by its ``weights_gib`` and value, and the others' values are quoted.
     """
     if not services:
         return []
@@ -601,7 +929,14 @@ def _check_memory(host, gb10, services, memory_split, utilization, variable="spa
         try:
             memory_split(gb10, services, host)
         except Exception as exc:
-            return [Finding(host, variable, names, str(exc),
+            culprits = [(name, entry, weights_shortfall(gb10, entry, utilization["ceiling"])) for name, entry in declared]
+            culprits = [c for c in culprits if c[2]]
+            if culprits:
+                return [_weights_gib_finding(host, name, entry, short, str(exc)) for name, entry, short in culprits]
+            quoted = "; the weights of %s are sized from weights_gib (%s)" % (
+                ", ".join(str(entry.get("name")) for _name, entry in declared),
+                ", ".join("%s=%r" % (name, entry["weights_gib"]) for name, entry in declared)) if declared else ""
+            return [Finding(host, variable, names, str(exc) + quoted,
                             "serve fewer or smaller models on this host, shorten max_model_len, or quantize")]
         return []
     total = sum(float(m.get("gpu_memory_utilization") or utilization["default"]) for m in services)
@@ -709,10 +1044,19 @@ def _port_number(value):
     return isinstance(value, int) and not isinstance(value, bool) and MINIMUM["port"] <= value <= MAXIMUM["port"]
 
 
-def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
+def _outside_sparks(groups, fleet, group="ray_head"):
+    """The hosts of ``group`` in the inventory's ``groups`` (the play's ``groups``) that are not in group sparks:
+    preflight and the roles plan group sparks only, so such a host heads no cluster."""
+    return sorted(h for h in (groups or {}).get(group) or [] if h not in fleet and h not in (groups or {}).get("sparks", []))
+
+
+def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None, groups=None):
     """One Ray head per cluster, heads that exist, and no port used twice on a host
-    (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports)."""
+    (model APIs, the mp rendezvous port of the node serving a multi-node model, Ray's ports). ``groups``: the
+    inventory's groups, where known, to name a head put in group ray_head but outside group sparks."""
     ray_defaults = ray_defaults or {}
+    outside_heads = _outside_sparks(groups, fleet)
+    inventory_groups = groups or {}
     findings = []
     clusters = {}
     for host in sorted(fleet):
@@ -729,7 +1073,14 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
             continue
         clusters.setdefault(_cluster_of(host_vars), []).append(host)
         head = host_vars.get("sparkfleet_ray_head_host")
-        if role and head is not None and head not in fleet:
+        if role and head is not None and head not in fleet and any(
+                head in hosts for name, hosts in inventory_groups.items() if name not in ("all", "ungrouped", "sparks")):
+            findings.append(Finding(host, "sparkfleet_ray_head_host", head, "names %s, which is in the inventory but "
+                                    "not in group sparks: preflight and the roles plan group sparks only, so the "
+                                    "cluster would have no head" % head,
+                                    "put %s in group sparks too (all: children: sparks: hosts:), or name a Spark of "
+                                    "group ray_head" % head))
+        elif role and head is not None and head not in fleet:
             findings.append(Finding(host, "sparkfleet_ray_head_host", head, "names a host that is not in this inventory",
                                     "set it to the inventory host of group ray_head"))
         elif role and head is not None and _ray_role(fleet[head]) != "ray_head":
@@ -745,7 +1096,14 @@ def check_cluster_layout(fleet, ray_defaults=None, node_exporter_port=None):
         heads = [h for h in members if _ray_role(fleet[h]) == "ray_head"]
         named = sorted(set(str(fleet[h].get("sparkfleet_ray_head_host")) for h in members
                            if fleet[h].get("sparkfleet_ray_head_host") is not None))
-        if len(heads) != 1:
+        if not heads and outside_heads:
+            findings.append(Finding(", ".join(members), "group ray_head", outside_heads,
+                                    "cluster '%s' has no Ray head: group ray_head holds %s, which %s not in group "
+                                    "sparks, and preflight and the roles plan group sparks only" % (
+                                        name, ", ".join(outside_heads), "is" if len(outside_heads) == 1 else "are"),
+                                    "put %s in group sparks too (all: children: sparks: hosts:), beside ray_head"
+                                    % ", ".join(outside_heads)))
+        elif len(heads) != 1:
             findings.append(Finding(", ".join(members), "group ray_head", heads,
                                     "cluster '%s' has %d Ray heads; it needs exactly one" % (name, len(heads)),
                                     "put one host of the cluster in group ray_head and the others in ray_workers, "
@@ -905,6 +1263,22 @@ def check_fleet(fleet, role_specs, checks=None):
     return judge_fleet(fleet, role_specs, checks)[1]
 
 
+def fleet_secrets(fleet, role_specs):
+    """Every secret value of the inventory (``redaction.secret_values``): the roles' ``no_log`` variables, the model
+    entries' secret keys, and whatever the names and shapes of secrets show, on every host."""
+    names = set(name for options in role_specs.values() for name, spec in options.items() if (spec or {}).get("no_log"))
+    names.update(key for key, rule in MODEL_ENTRY_SPEC.items() if rule.get("secret"))
+    known = set(name for options in role_specs.values() for name in options) | set(MODEL_ENTRY_SPEC)
+    return redaction.secret_values(fleet, names, known)
+
+
+def redact_findings(findings, secrets):
+    """``findings`` with every secret of the run hidden in their values, problems and fixes (a secret inside a list
+    or a mapping a finding quotes, or inside the text of another value, included)."""
+    return [Finding(f.host, f.variable, redaction.redact(f.value, secrets), redaction.redact_text(f.problem, secrets),
+                    redaction.redact_text(f.fix, secrets)) for f in findings]
+
+
 def judge_fleet(fleet, role_specs, checks=None):
     """``(plan, findings)``: every check over ``{host: hostvars}``, and the fleet plan of an inventory the checks
     accept, built once, with each host's memory arithmetic (None, with the findings, otherwise).
@@ -912,31 +1286,39 @@ def judge_fleet(fleet, role_specs, checks=None):
     ``checks`` carries the collection's filters and rule book values the deeper
     checks use: entry_check, gpu_memory_utilization, nccl_env, forbidden_branches.
     Without ``checks`` only the variables' types and names are checked, and no plan is built.
+    Every finding returned has the inventory's secrets hidden (``redact_findings``), whichever check wrote it.
     """
     findings = []
+    secrets = fleet_secrets(fleet, role_specs)
     for host in sorted(fleet):
         host_vars = fleet[host]
         findings.extend(check_variable_types(host, host_vars, role_specs))
         findings.extend(check_unknown_variables(host, host_vars, role_specs))
     if not checks:
-        return None, findings
+        return None, redact_findings(findings, secrets)
     findings.extend(check_fabric(fleet))
+    findings.extend(check_fabric_subnets(fleet))
     findings.extend(check_fleet_variables(fleet))
-    findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults"), checks.get("node_exporter_port")))
+    findings.extend(check_cluster_layout(fleet, checks.get("ray_defaults"), checks.get("node_exporter_port"),
+                                         checks.get("groups")))
     findings.extend(check_models(fleet, checks["entry_check"], checks["gpu_memory_utilization"], checks["utilization"]))
     findings.extend(check_model_sources(fleet))
+    findings.extend(check_placeholders(fleet))
+    findings.extend(check_member_versions(fleet))
     findings.extend(check_api_addresses(fleet))
+    findings.extend(check_nccl_overrides(fleet))
+    findings.extend(check_serving_driver(fleet))
     findings.extend(check_torch(fleet))
     findings.extend(check_firewall(fleet))
     findings.extend(check_role_settings(fleet, named=[(f.host, f.variable) for f in findings]))
     findings.extend(check_host_facts(fleet, checks["forbidden_branches"], checks["nccl_env"]))
     if findings:
-        return None, findings
+        return None, redact_findings(findings, secrets)
     # What preflight accepts is what the roles will do: they read this same plan.
     plan, findings = build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
     if plan is not None:
         findings = plan_memory(plan, fleet, checks["gpu_memory_utilization"])
-    return (None if findings else plan), findings
+    return (None if findings else plan), redact_findings(findings, secrets)
 
 
 def plan_memory(plan, fleet, memory_split):

@@ -16,6 +16,10 @@ import re
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_release
+# What a problem shows instead of a secret, the names and shapes of secrets, a URL as a message may show it: the one
+# redaction of the collection (plugins/module_utils/redaction.py), imported here for the entry checks and their callers.
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.redaction import (  # noqa: F401 pylint: disable=unused-import
+    SECRET_NAME, SECRET_SHOWN, SECRET_VALUE, shown_url)
 
 CHECKPOINT_FORMATS = sorted(rulebook.setting("quantization_by_checkpoint_format"))
 
@@ -155,26 +159,6 @@ class EntryError(ValueError):
         self.what = what
         self.problems = list(problems)
         super(EntryError, self).__init__("\n".join(p.text(what) for p in self.problems))
-
-
-# What a problem shows instead of the value of a secret key (MODEL_ENTRY_SPEC 'secret').
-SECRET_SHOWN = "(hidden)"
-# A name that reads like a secret's, known or not (sparkfleet_hf_token, ray_head_auth_token, a misspelt api_key):
-# its value is never printed either.
-SECRET_NAME = re.compile(r"(^|_)(token|key|secret|password|passwd|passphrase|credentials?)(_|$)", re.IGNORECASE)
-
-
-# A value shaped like a known kind of token (Hugging Face, OpenAI-style, GitHub), under a key of any name.
-SECRET_VALUE = re.compile(r"^\s*(hf_|sk-|ghp_|gho_|github_pat_)[A-Za-z0-9_-]{8,}")
-_URL_USERINFO = re.compile(r"(?<=//)[^/@?#]+@")
-_URL_SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#]*(?:token|key|secret|password|passwd|signature|sig|credential)[^=&#]*)=[^&#]*",
-                               re.IGNORECASE)
-
-
-def shown_url(url):
-    """A URL as a message may show it: credentials in its user part and secret-named query values hidden."""
-    text = _URL_USERINFO.sub(SECRET_SHOWN + "@", str(url))
-    return _URL_SECRET_PARAM.sub(lambda m: "%s=%s" % (m.group(1), SECRET_SHOWN), text)
 
 
 def is_secret(name, spec=None):

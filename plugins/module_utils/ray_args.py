@@ -15,7 +15,7 @@ executor's GPU workers inherit; then the inventory's own environment, which wins
 
 from __future__ import annotations
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction, rulebook
 
 # Each port of a Ray port map and the ``ray start`` option that sets it, in the order the argv gives them.
 # A worker sets all but the head's own (GCS, client server, dashboard).
@@ -62,6 +62,10 @@ def extra_args_problems(extra):
         option = words[0].split("=", 1)[0].replace("_", "-")
         if option in MANAGED_FLAGS:
             found.append(("has %s, which the collection sets itself" % option, "set %s instead" % MANAGED_FLAGS[option]))
+        elif redaction.names_secret(option):
+            found.append(("has %s: a secret on the command line is visible in ps and in the Ray unit file, which every "
+                          "account reads" % option, "drop it; the cluster's own token is made by the ray role and "
+                          "kept root-only (ray_auth_token_file)"))
         elif len(words) > 1 and "=" not in words[0] and any(c.isspace() for c in name):
             found.append(("has %r as one item: ray start reads the whole string as one option name and refuses it"
                           % item, "write the option and its value as two items (%s), or as %s=%s"

@@ -26,7 +26,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, redaction, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, SECRET_SHOWN, SECRET_VALUE, is_secret)
 
@@ -105,9 +105,12 @@ def problems(role, settings):
     return found
 
 
-def message(host, problem):
-    """One line, as preflight prints its findings: ``host: variable=value: problem. Fix: fix``."""
-    return "%s: %s=%r: %s. Fix: %s" % (host, problem.variable, problem.value, problem.problem, problem.fix)
+def message(host, problem, settings=None):
+    """One line, as preflight prints its findings: ``host: variable=value: problem. Fix: fix``, with every secret of
+    ``settings`` (the values judged) and every secret its shapes show hidden (plugins/module_utils/redaction.py)."""
+    secrets = redaction.secret_values(settings or {})
+    return redaction.redact_text("%s: %s=%r: %s. Fix: %s" % (
+        host, problem.variable, redaction.redact(problem.value, secrets), problem.problem, problem.fix), secrets)
 
 
 def _int(value):
@@ -189,6 +192,32 @@ def _qsfp_payload(mtu, payload):
                         "fit one %s-byte frame, so a don't-fragment ping could never pass" % number,
                         "leave it unset (rule book jumbo_ping_payload %s)" % rulebook.setting("jumbo_ping_payload"))]
     return []
+
+
+def _positive(variable, value):
+    """What the fabric_ping module refuses of a payload, count or wait (a whole number above 0), after the network
+    stage wrote the netplan and applied it."""
+    if _int(value) is not None and _int(value) > 0:
+        return []
+    return [Problem(variable, value, "must be a whole number above 0: fabric_ping refuses it after the network stage "
+                    "applied the fabric addresses", "leave it unset (the role's default)")]
+
+
+check_each(_positive, ("qsfp_network", "qsfp_network_ping_payload"), ("qsfp_network", "qsfp_network_ping_count"),
+           ("qsfp_network", "qsfp_network_ping_wait"))
+
+
+@check("qsfp_network", "qsfp_network_ping_interval")
+def _qsfp_ping_interval(interval):
+    """fabric_ping refuses an interval below ping's floor for a user without privileges (0.2 s)."""
+    try:
+        seconds = None if isinstance(interval, bool) else float(interval)
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is not None and seconds >= 0.2:
+        return []
+    return [Problem("qsfp_network_ping_interval", interval, "must be at least 0.2 seconds (ping's floor): fabric_ping "
+                    "refuses it after the network stage applied the fabric addresses", "leave it unset (0.2)")]
 
 
 @check("qsfp_network", "qsfp_network_apply_method")
@@ -414,12 +443,23 @@ def _driver_branch(branch, reason, forbidden):
     return []
 
 
-@check("nvidia_driver", "nvidia_driver_packages")
-def _driver_packages(packages):
-    if isinstance(packages, list) and packages:
-        return []
-    return [Problem("nvidia_driver_packages", packages, "must name at least one package",
-                    "leave it unset (the branch's driver packages)")]
+@check("nvidia_driver", "nvidia_driver_packages", "nvidia_driver_branch", optional=("nvidia_driver_branch",))
+def _driver_packages(packages, branch):
+    branch = rulebook.setting("driver_branch") if branch is None else branch  # unset: the role's default reads it
+    if not (isinstance(packages, list) and packages):
+        return [Problem("nvidia_driver_packages", packages, "must name at least one package",
+                        "leave it unset (the branch's driver packages)")]
+    # A package of another branch (nvidia-driver-590-open): the role pins and holds the branch's packages only, so
+    # apt cannot install it, or the install check after it refuses the branch it brought.
+    other = [str(p) for p in packages
+             if any(b != str(branch) for b in re.findall(r"-([0-9]{3})(?=-|$|=)", str(p).split("=", 1)[0]))]
+    if other:
+        return [Problem("nvidia_driver_packages", packages, "%s %s of another branch than nvidia_driver_branch %s: "
+                        "the role pins that branch, so the install fails after the earlier hosts changed"
+                        % (", ".join(other), "is" if len(other) == 1 else "are", branch),
+                        "leave nvidia_driver_packages unset (the branch's packages), or name packages of branch %s"
+                        % branch)]
+    return []
 
 
 @check("nvidia_driver", "nvidia_driver_pin_priority")
@@ -520,9 +560,18 @@ def _ray_gpus(gpus):
 
 
 def _unit_name(variable, value):
-    if isinstance(value, str) and value.strip():
-        return []
-    return [Problem(variable, value, "is empty", "leave it unset (the fleet default)")]
+    """A name systemd takes for a plain unit, without its suffix (the role adds .service): letters, digits and
+    ':_.-', at most 247 characters (255 with the suffix)."""
+    if not (isinstance(value, str) and value.strip()):
+        return [Problem(variable, value, "is empty", "leave it unset (the fleet default)")]
+    if value.endswith(".service"):
+        return [Problem(variable, value, "ends with .service: the role adds the suffix, so the unit would be %s.service"
+                        % value, "write %s" % value[:-len(".service")])]
+    if not re.match(r"^[A-Za-z0-9:_.-]{1,247}$", value):
+        return [Problem(variable, value, "is no name systemd takes for a unit (letters, digits and ':_.-' only, at most "
+                        "247 characters): the role could not install or start it", "write e.g. %s"
+                        % (re.sub(r"[^A-Za-z0-9:_.-]+", "-", value.strip()).strip("-")[:247] or "sparkfleet-ray-head"))]
+    return []
 
 
 check_each(_unit_name, ("ray", "ray_head_service_name"), ("ray", "ray_worker_service_name"))
@@ -631,19 +680,62 @@ def _shown(name, value):
     return value
 
 
+# Where each kind of secret a service reads is kept instead: a root-only (0600) file the role writes from a no_log
+# variable. By environment name; any other secret has no place in a service's environment map.
+SECRET_HOMES = {
+    "HF_TOKEN": "vllm_service_hf_token (HF_TOKEN in the unit's root-only secrets file), or a source: with "
+                "model_store_hf_token, whose weights the service reads offline",
+    "HUGGING_FACE_HUB_TOKEN": "vllm_service_hf_token (HF_TOKEN in the unit's root-only secrets file)",
+    "HF_HUB_TOKEN": "vllm_service_hf_token (HF_TOKEN in the unit's root-only secrets file)",
+    "VLLM_API_KEY": "vllm_service_api_key (vault it), or the entry's api_key_file (a root-only file with "
+                    "VLLM_API_KEY=...)",
+}
+# Where each environment map lands: what a secret written there would be shown to.
+ENV_FILES = {
+    "vllm_service_environment": "Environment= of the vLLM unit file (mode 0644: every account reads it, and "
+                                "`systemctl show` prints it)",
+    "ray_environment": "the Ray environment file (mode 0640, group of the service account) and every Ray worker "
+                       "process",
+    "nccl_env_extra": "the NCCL environment file (mode 0644), which every unit loads",
+}
+
+
+def _environment_secret(variable, name, value):
+    """A secret in an environment map: refused, with the root-only place it belongs."""
+    if not (redaction.names_secret(_env_name(name)) or SECRET_VALUE.search(str(value))):
+        return []
+    home = SECRET_HOMES.get(str(name).upper())
+    return [Problem("%s.%s" % (variable, name), SECRET_SHOWN, "a secret here is written to %s, not to a root-only "
+                    "file" % ENV_FILES.get(variable, "a file every account reads"),
+                    "remove it from %s and set %s" % (variable, home) if home else
+                    "remove it from %s; the collection keeps only the Hub token (vllm_service_hf_token, "
+                    "model_store_hf_token) and the API key (vllm_service_api_key, api_key_file) in root-only files"
+                    % variable)]
+
+
 def _environment(variable, env):
-    """What the inventory adds to a service's environment: names systemd takes, and nothing that undoes the rule
-    book's kernel rules (rulebook.env_violations)."""
+    """What the inventory adds to a service's environment: names systemd takes, values on one line, no secret (it
+    would land in a file other accounts read), and nothing that undoes the rule book's kernel rules
+    (rulebook.env_violations)."""
     if not isinstance(env, dict):
         return [Problem(variable, env, "must be a mapping of variable names to values", "write NAME: value pairs")]
     found = [Problem("%s.%s" % (variable, name), _shown(name, env[name]), "systemd takes only names of letters, digits and _ "
                      "(not starting with a digit) and skips any other line, so it would never reach the service",
                      "write the name as the program reads it, e.g. %s" % _env_name(name))
              for name in sorted(env, key=str) if not ENV_NAME.match(str(name))]
+    for name in sorted(env, key=str):
+        found.extend(_environment_secret(variable, name, env[name]))
+        if isinstance(env[name], str) and re.search(r"[\r\n]", env[name]):
+            found.append(Problem("%s.%s" % (variable, name), _shown(name, env[name]), "holds a line break: systemd "
+                                 "reads an environment line up to it and takes the rest for a line of its own (or "
+                                 "drops it), so the service never gets this value",
+                                 "write the value on one line (YAML's '>-' folds a long one)"))
     found.extend(Problem("%s.%s" % (variable, name), _shown(name, value), "the rule book forbids it (rule %s)" % rule_id, fix)
                  for name, value, rule_id, fix in rulebook.env_violations(env))
     return found
 
 
-# The ray executor's GPU workers run vLLM under the Ray unit, with its environment.
-check_each(_environment, ("vllm_service", "vllm_service_environment"), ("ray", "ray_environment"))
+# The ray executor's GPU workers run vLLM under the Ray unit, with its environment; the NCCL environment file is
+# loaded by every unit.
+check_each(_environment, ("vllm_service", "vllm_service_environment"), ("ray", "ray_environment"),
+           ("nccl", "nccl_env_extra"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction, rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check, moe_backend,
@@ -78,6 +78,11 @@ def _extra_args_problems(extra):
         elif name == "--api-key":
             problems.append(Problem("extra_args", extra, "has --api-key: a key on the command line is visible in ps",
                                     "put VLLM_API_KEY=... in a root-only file and set api_key_file"))
+        elif str(arg).startswith("-") and redaction.names_secret(name):
+            problems.append(Problem("extra_args", extra, "has %s: a secret on the command line is visible in ps and "
+                                    "in the unit file, which every account reads" % name,
+                                    "drop it; the Hub token belongs in vllm_service_hf_token (HF_TOKEN in the unit's "
+                                    "root-only secrets file)"))
         elif name in MANAGED_FLAGS:
             problems.append(Problem("extra_args", extra, "has %s, which the collection sets itself" % name,
                                     "set '%s' instead" % MANAGED_FLAGS[name]))
@@ -185,6 +190,13 @@ def check_entry(model_entry, gb10_facts, cluster):
              "is on, so verify still asks the known answers (rule known_answers)",
              "set correctness_check: false to turn the known answers off, or remove the reason")
 
+    # vLLM takes a model path literally: a relative one from the unit's working directory, '~' never expanded.
+    if isinstance(entry["model"], str) and entry["model"].startswith(("~", "./", "../")) and "model" not in bad:
+        fail("model", entry["model"], "is a %s path: vllm serve takes it as it is, from the unit's working directory "
+             "(no shell expands '~'), so it would find no model there" % (
+                 "home-relative" if entry["model"].startswith("~") else "relative"),
+             "write the absolute path on the host (e.g. /var/lib/sparkfleet/models/<name>), a Hugging Face id "
+             "(org/name), or give a source: and let model_store place it")
     if entry["api_key"] == "none" and not (entry["api_key_optout_reason"] or "").strip() and "api_key_optout_reason" not in bad:
         fail("api_key", "none", "the endpoint would answer anyone who reaches its port, without "
              "'api_key_optout_reason'", "leave api_key out (a key is generated for the endpoint), or write why "

@@ -310,3 +310,28 @@ def test_tp2_without_nodes_suggests_nodes_and_tp1_only_where_the_model_fits():
     with pytest.raises(AnsibleFilterError) as small:
         run(base(tensor_parallel_size=2, weights_gib=30), facts=facts)
     assert "since its weights (30 GiB) fit one Spark, set tensor_parallel_size: 1" in str(small.value)
+
+
+@pytest.mark.parametrize("extra, says", [(["--api-key", "sk-visible-123"], "api_key_file"),
+                                         (["--hf-token=tok-visible-456"], "vllm_service_hf_token")])
+def test_a_secret_in_extra_args_is_refused_and_never_shown(extra, says):
+    """A secret on vLLM's command line lands in the 0644 unit file and in ps: refused, and the refusal, which quotes
+    the whole list, hides it (plugins/module_utils/redaction.py)."""
+    with pytest.raises(AnsibleFilterError) as err:
+        run(base(extra_args=extra))
+    assert says in str(err.value)
+    assert "visible-" not in str(err.value) and "(hidden)" in str(err.value)
+
+
+@pytest.mark.parametrize("model, says", [("~/models/qwen3", "home-relative"), ("./models/qwen3", "relative"),
+                                         ("../qwen3", "relative")])
+def test_a_relative_model_path_is_refused(model, says):
+    """vllm serve takes the path literally, from the unit's working directory: legal YAML, wrong for its reader."""
+    with pytest.raises(AnsibleFilterError) as err:
+        run(base(model=model))
+    assert says in str(err.value) and "model" in str(err.value)
+
+
+def test_an_absolute_path_and_a_hub_id_pass():
+    assert run(base(model="/srv/models/qwen3"))
+    assert run(base(model="Qwen/Qwen3-8B-FP8"))

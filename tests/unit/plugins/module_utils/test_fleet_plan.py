@@ -27,9 +27,14 @@ ROLE_SPECS = pre.load_role_specs(os.path.join(TOP, "roles"))
 _LOADED = {}
 
 
+# What an example's comments ask a user to write before a run (its model revisions), as tests/preflight runs them.
+EXAMPLE_INPUTS = os.path.join(TOP, "tests", "preflight", "example_inputs.yml")
+
+
 def fleet_of(source):
     if source not in _LOADED:
-        _LOADED[source] = load_fleet(os.path.join(TOP, source), NAMES)
+        inputs = [EXAMPLE_INPUTS] if source.startswith("inventories/") else []
+        _LOADED[source] = load_fleet(os.path.join(TOP, source), NAMES, inputs)
     return _LOADED[source]
 
 
@@ -286,6 +291,7 @@ def test_vllm_service_executor_is_read_where_the_inventory_sets_it():
 UNPLANNABLE = {
     "many_mistakes_at_once": "spans spark-1, spark-2 but spark-2 does not carry it",
     "member_missing_entry": "nodes spark-9 are not in the inventory",
+    "named_by_the_users_variable": "Ray cluster 'lab' (spark-2, spark-3) needs exactly one host in group ray_head",
     "ray_heads_and_ports": "Ray cluster 'default' (spark-1, spark-2, spark-3) needs exactly one host in group ray_head",
 }
 CASES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(TOP, "tests", "preflight", "cases", "*")))
@@ -473,3 +479,17 @@ def test_ray_cluster_is_not_failed_by_models_outside_the_ray_groups():
     assert (got["head"], got["members"], got["address"]) == ("h", ["h", "w"], "10.0.0.1:%d" % GCS_DEFAULT)
     with pytest.raises(AnsibleFilterError, match="ghost not in hostvars"):
         plan_filter.ray_cluster("w", fleet, ["h", "w", "ghost"])
+
+
+def test_a_multi_node_model_knows_each_node_at_its_fabric_address():
+    # Where a head asks its members to drop their page cache (rule members_drop_page_cache), in the order of nodes;
+    # a ray follower, which runs no unit, holds the same list in its placement.
+    plan = fp.build(fleet_of("inventories/two-spark"))
+    head = plan["hosts"]["spark-1"]["services"][0]
+    assert head["node_addresses"] == ["192.168.100.10", "192.168.100.11"]
+    follower = plan["hosts"]["spark-2"]["models"][0]
+    assert follower["rank"] == 1 and follower["node_addresses"] == head["node_addresses"]
+    single = fp.build(fleet_of("inventories/dual-independent"))["hosts"]["spark-1"]["services"][0]
+    assert single["node_addresses"] is None
+    # A plan stored before node_addresses is not taken for this one (planned again).
+    assert plan["format"] == fp.PLAN_FORMAT and not fp.covers(dict(plan, format=2), ["spark-1", "spark-2"])

@@ -395,7 +395,8 @@ def member_without_fabric_address(fleet):
 
 
 def members_in_different_subnets(fleet):
-    fleet["spark-2"].update(sparkfleet_fabric_subnet="192.168.101.0/24", sparkfleet_fabric_address="192.168.101.11")
+    # (192.168.101.0/24 is the default subnet of the second half of the port: check_fabric_subnets' finding)
+    fleet["spark-2"].update(sparkfleet_fabric_subnet="192.168.102.0/24", sparkfleet_fabric_address="192.168.102.11")
 
 
 def fabric_address_twice(fleet):
@@ -587,9 +588,9 @@ RULE_BROKEN = {
                                "rule flashinfer_moe_fp4_off"),
     "marlin_atomic_add": (_env("VLLM_MARLIN_USE_ATOMIC_ADD", "0"), "spark-7", "VLLM_MARLIN_USE_ATOMIC_ADD",
                           "rule marlin_atomic_add"),
-    "no_enforce_eager": (_on_solo(extra_args=["--enforce-eager"]), "spark-7", ".extra_args", "rule no_enforce_eager"),
     "cutlass_fp8_disabled_kernels": (_env("VLLM_DISABLED_KERNELS", "MarlinLinearKernel"), "spark-7",
                                      "VLLM_DISABLED_KERNELS", "rule cutlass_fp8_disabled_kernels"),
+    "no_enforce_eager": (_on_solo(extra_args=["--enforce-eager"]), "spark-7", ".extra_args", "rule no_enforce_eager"),
     "known_answers": (_on_solo(correctness_check=False), "spark-7", ".correctness_check", "rule known_answers"),
     "no_fastsafetensors": (_on_solo(extra_args=["--load-format=fastsafetensors"]), "spark-7", ".extra_args",
                            "rule no_fastsafetensors"),
@@ -620,10 +621,10 @@ RULE_BROKEN = {
 NOT_AN_INVENTORY_MISTAKE = {
     "reasoning_max_tokens": "a client setting; fleet_verify and the readiness probe send enough tokens",
     "drop_page_cache": "the vllm_service unit runs it; no model entry key turns it off",
-    "privileged_exec_start_pre": "how the unit is written, not an inventory value",
     "members_drop_page_cache": "the head's vllm_service unit asks its members, from the fleet plan; no inventory value "
                                "turns it off but vllm_service_drop_caches (a role setting)",
     "service_stack_limit": "written into the vllm_service and ray units; no inventory value sets it",
+    "privileged_exec_start_pre": "how the unit is written, not an inventory value",
     "vllm_start_timeout": "a unit timeout taken from the rule book by the role defaults",
     "prefix_cache_metrics": "which metrics the verification reads",
     "host_networking": "how containers are started; the collection runs no model containers",

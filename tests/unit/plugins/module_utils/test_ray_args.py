@@ -64,3 +64,10 @@ def test_environment_order_the_inventory_wins():
                    "RAY_memory_usage_threshold": str(rulebook.setting("ray_memory_usage_threshold")),
                    "RAY_USAGE_STATS_ENABLED": "1", "HOME": "/nccl", "NCCL_IB_HCA": "x"}
     assert ray_filters.FilterModule().filters()["ray_env"]("a", "u", "t")["HOME"] == "/var/lib/u"
+
+
+@pytest.mark.parametrize("extra", [["--redis-password", "pw-12345"], ["--redis-password=pw-12345"]])
+def test_a_secret_in_ray_extra_args_is_refused(extra):
+    """ray start's argv lands in the 0644 unit file and in ps."""
+    found = ra.extra_args_problems(extra)
+    assert len(found) == 1 and "secret on the command line" in found[0][0], found

@@ -73,6 +73,10 @@ BAD = [
     ("ray", {"ray_num_gpus": 0}, "ray_num_gpus", "declares its GPU"),
     ("ray", {"ray_head_service_name": " "}, "ray_head_service_name", "empty"),
     ("ray", {"ray_worker_service_name": ""}, "ray_worker_service_name", "empty"),
+    ("ray", {"ray_head_service_name": "sparkfleet-ray-head.service"}, "ray_head_service_name", "adds the suffix"),
+    ("ray", {"ray_worker_service_name": "ray worker"}, "ray_worker_service_name", "no name systemd takes"),
+    ("nvidia_driver", {"nvidia_driver_packages": ["nvidia-driver-590-open", "nvidia-utils-580"]},
+     "nvidia_driver_packages", "another branch"),
     ("ray", {"ray_node_ip": "spark-1.fabric"}, "ray_node_ip", "no IPv4"),
     ("ray", {"ray_worker_head_address": "10.0.0.300"}, "ray_worker_head_address", "no IPv4"),
     ("ray", {"ray_num_cpus": "4 cores"}, "ray_num_cpus", "click INT"),
@@ -88,6 +92,21 @@ BAD = [
     ("vllm_service", {"vllm_service_environment": {"NCCL-DEBUG": "INFO"}}, "vllm_service_environment.NCCL-DEBUG",
      "systemd takes only names"),
     ("vllm_service", {"vllm_service_environment": ["HF_HOME=/srv/hf"]}, "vllm_service_environment", "mapping"),
+    # A secret in an environment map: written where other accounts read it, not to the root-only files.
+    ("vllm_service", {"vllm_service_environment": {"HF_TOKEN": "tok-12345"}}, "vllm_service_environment.HF_TOKEN",
+     "mode 0644"),
+    ("ray", {"ray_environment": {"WANDB_API_KEY": "tok-12345"}}, "ray_environment.WANDB_API_KEY", "mode 0640"),
+    ("nccl", {"nccl_env_extra": {"NCCL_DEBUG_SUBSYS": "hf_abcdefgh12345"}}, "nccl_env_extra.NCCL_DEBUG_SUBSYS",
+     "NCCL environment file"),
+    ("nccl", {"nccl_env_extra": ["NCCL_DEBUG=INFO"]}, "nccl_env_extra", "mapping"),
+    # What fabric_ping refuses, after the network stage applied the addresses.
+    ("qsfp_network", {"qsfp_network_ping_interval": 0.1}, "qsfp_network_ping_interval", "at least 0.2 seconds"),
+    ("qsfp_network", {"qsfp_network_ping_count": 0}, "qsfp_network_ping_count", "whole number above 0"),
+    ("qsfp_network", {"qsfp_network_ping_wait": -1}, "qsfp_network_ping_wait", "whole number above 0"),
+    ("qsfp_network", {"qsfp_network_ping_payload": 0}, "qsfp_network_ping_payload", "whole number above 0"),
+    # A line break in a value: systemd ends the line there.
+    ("vllm_service", {"vllm_service_environment": {"VLLM_LOGGING_PREFIX": "a\nb"}},
+     "vllm_service_environment.VLLM_LOGGING_PREFIX", "line break"),
 ]
 
 
@@ -193,5 +212,14 @@ def test_an_extra_args_item_gets_one_finding(item, words):
 def test_an_environment_value_that_looks_secret_is_never_shown():
     found = role_settings.problems("vllm_service", {"vllm_service_environment": {"HF-TOKEN": "hf_abcdefghijklmnop",
                                                                                  "MY-VAR": "sk-abcdefghijklmnop"}})
-    assert [p.value for p in found] == ["(hidden)", "(hidden)"]
+    # Each is named twice (a name systemd skips, and a secret where other accounts read it), never shown.
+    assert [p.value for p in found] == ["(hidden)"] * 4
     assert "hf_abcdefghijklmnop" not in repr(found) and "sk-abcdefghijklmnop" not in repr(found)
+
+
+@pytest.mark.parametrize("name,fix", [("HF_TOKEN", "vllm_service_hf_token"), ("HUGGING_FACE_HUB_TOKEN", "vllm_service_hf_token"),
+                                      ("VLLM_API_KEY", "vllm_service_api_key"), ("S3_SECRET", "root-only files")])
+def test_a_secret_in_an_environment_map_is_refused_with_its_root_only_home(name, fix):
+    found = role_settings.problems("vllm_service", {"vllm_service_environment": {name: "value-1234", "NCCL_DEBUG": "WARN"}})
+    assert [(p.variable, p.value) for p in found] == [("vllm_service_environment." + name, "(hidden)")]
+    assert fix in found[0].fix and "value-1234" not in repr(found)
