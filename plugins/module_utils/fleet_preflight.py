@@ -702,7 +702,7 @@ def _roce_of(host_vars, netdevs):
     return dict((re.sub(r"np\d+$", "", "roce" + n[2:]), n) for n in netdevs if n.startswith("en")), False
 
 
-def _named_items(name, value):
+def _named_items(value):
     """The names a NCCL/Gloo/UCX list names (its '=' and ':port' parts off), and whether they are left out ('^')."""
     text = str(value).strip()
     excluded = text.startswith("^")
@@ -743,7 +743,7 @@ def check_nccl_overrides(fleet):
                 where = "%s.%s" % (variable, name)
                 if name in interface_vars or name == "NCCL_IB_HCA":
                     choices = sorted(fabric_roce) if name == "NCCL_IB_HCA" else sorted(fabric)
-                    items, excluded = _named_items(name, value)
+                    items, excluded = _named_items(value)
                     exact = str(value).strip().lstrip("^").startswith("=") or name not in _PREFIX_MATCHED
 
                     def matches(item, exact=exact):

@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import signal
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
@@ -164,7 +165,6 @@ def signal_problem(rc, stderr, python):
     what the probe was loading (its last ``STEP`` line), the likely cause and the fix. None when ``rc`` >= 0."""
     if rc is None or rc >= 0:
         return None
-    import signal
     try:
         name = signal.Signals(-rc).name
     except ValueError:

@@ -39,8 +39,9 @@ SECRET_NAME = re.compile(r"(^|[_-])(token|key|secret|password|passwd|pass|passph
 # RAY_AUTH_TOKEN_PATH, api_key_optout_reason, vllm_service_secrets_dir, the choice 'none').
 NOT_SECRET_NAME = re.compile(r"[_-](file|files|dir|path|reason|mode|sources?)$", re.IGNORECASE)
 # A value shaped like a known kind of token (Hugging Face, OpenAI-style, GitHub), under a key of any name.
-SECRET_VALUE = re.compile(r"^\s*(hf_|sk-|ghp_|gho_|github_pat_)[A-Za-z0-9_-]{8,}")
-_TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])(?:hf_|sk-|ghp_|gho_|github_pat_)[A-Za-z0-9_-]{8,}")
+_TOKEN = r"(?:hf_|sk-|ghp_|gho_|github_pat_)[A-Za-z0-9_-]{8,}"
+SECRET_VALUE = re.compile(r"^\s*" + _TOKEN)
+_TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])" + _TOKEN)
 # The shortest value searched for inside other text, and values never taken for a secret.
 MIN_SECRET = 4
 NOT_SECRET = frozenset(("none", "null", "true", "false", "yes", "no", "", SECRET_SHOWN))

@@ -39,23 +39,11 @@ NAME = "VLLM_DISABLED_KERNELS"
 
 ASK = r'''
 import json, os, sys
-from vllm import platforms
-from vllm.platforms.interface import DeviceCapability, Platform, PlatformEnum
+sys.path.insert(0, os.environ["SPARKFLEET_CONTRACT_DIR"])
+import upstream_probe  # the contract's one CUDA platform stand-in, here at GB10's compute capability
+from vllm.platforms.interface import PlatformEnum
 
-
-class Gb10Cuda(Platform):
-    """vLLM's Platform interface saying CUDA, capability 12.1 (GB10), without CUDA kernels."""
-    _enum = PlatformEnum.CUDA
-    device_name = "cuda"
-    device_type = "cuda"
-    dispatch_key = "CUDA"
-
-    @classmethod
-    def get_device_capability(cls, device_id=0):
-        return DeviceCapability(12, 1)
-
-
-platforms._current_platform = Gb10Cuda()
+upstream_probe._use_cuda_stand_in(tuple(int(p) for p in os.environ["SPARKFLEET_CAPABILITY"].split(".")))
 import vllm._custom_ops as ops
 # w8a8_utils asks these at import (its module constants); the release's binary answers True at 12.1.
 ops.cutlass_scaled_mm_supports_fp8 = lambda capability: True
@@ -149,6 +137,8 @@ def ask(envs):
         pytest.fail("no contract venv at %s: run make setup" % VENV_PYTHON)
     base = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")}
     base["VLLM_LOGGING_LEVEL"] = "ERROR"
+    base["SPARKFLEET_CONTRACT_DIR"] = HERE
+    base["SPARKFLEET_CAPABILITY"] = rulebook.setting("gb10_compute_capability")
     proc = subprocess.run([VENV_PYTHON, "-c", ASK], input=json.dumps(envs), capture_output=True, text=True, env=base,
                           cwd="/", check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]

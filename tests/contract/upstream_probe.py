@@ -44,16 +44,21 @@ class ParseError(Exception):
     pass
 
 
-def _use_cuda_stand_in():
+def _use_cuda_stand_in(capability=None):
+    """Set vLLM's current platform to its own Platform interface saying 'cuda', without the CUDA kernels (see the
+    module doc); with ``capability`` ((12, 1) for GB10) it also answers get_device_capability with it."""
     from vllm import platforms
-    from vllm.platforms.interface import Platform, PlatformEnum
+    from vllm.platforms.interface import DeviceCapability, Platform, PlatformEnum
 
     class ParserOnlyCuda(Platform):
-        """vLLM's Platform interface saying 'cuda', without the CUDA kernels (see the module doc)."""
         _enum = PlatformEnum.CUDA
         device_name = "cuda"
         device_type = "cuda"
         dispatch_key = "CUDA"
+
+        @classmethod
+        def get_device_capability(cls, device_id=0):
+            return None if capability is None else DeviceCapability(*capability)
 
     platforms._current_platform = ParserOnlyCuda()
 
