@@ -21,7 +21,7 @@ SIM_CONNECTION  := $(if $(filter docker,$(SPARKFLEET_SIM_CONNECTION)),-i tests/s
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test
+.PHONY: help setup sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test spark-lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -44,12 +44,16 @@ host: ## Debian's docker.io + debootstrap + openssh-client + prometheus (promtoo
 image: host ## The local base image of the simulated Sparks (debootstrap, cached)
 	@tools/base-image.sh
 
-upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock), the contract venv, the Spark-platform resolution (cached)
+upstream: ## The rule book's vLLM and Ray wheels (sha256 of tools/contract.lock), the contract venv, the Spark-platform resolution and its vLLM/torch/NCCL aarch64 wheels (cached)
 	@$(PYTHON) tools/contract_setup.py
 	@$(PYTHON) tools/platform_resolve.py
+	@$(PYTHON) tools/stack_wheels.py --quiet
 
 release-facts: upstream ## Re-read what the pinned vLLM serves into plugins/module_utils/vllm_release.py (after a bump)
 	$(PYTHON) tools/vllm_release_facts.py
+
+spark-lock: ## Re-lock a Spark's virtualenv (roles/vllm_venv/files/*.lock) from the rule book's pins, against PyPI
+	@$(PYTHON) tools/platform_resolve.py --lock
 
 contract-lock: ## Re-pin tools/contract.lock to the rule book's vllm_version and ray_version
 	$(PYTHON) tools/contract_setup.py --lock
@@ -75,6 +79,7 @@ units-ansible-test: venv upstream ## tests/unit through ansible-test units inste
 contract: venv ## What the collection renders against the pinned vLLM, Ray and NCCL (offline; after make setup)
 	@$(PYTHON) tools/contract_setup.py --check
 	@$(PYTHON) tools/platform_resolve.py --check
+	@$(PYTHON) tools/stack_wheels.py --check
 	@$(PYTHON) tools/vllm_release_facts.py --check
 	pytest -q tests/contract
 

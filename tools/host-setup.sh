@@ -11,6 +11,8 @@ command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 # qemu-user: the cluster scenario runs the GPU gate on an emulated CPU without AVX-512 (molecule/cluster/verify.yml).
 command -v qemu-x86_64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+# zstd: tools/stack_wheels.py reads the kernels of vLLM's compressed fatbins (the contract's Marlin check).
+command -v zstd >/dev/null 2>&1 || need+=(zstd)
 if [ ${#need[@]} -gt 0 ]; then
   echo "host-setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -227,6 +227,14 @@ COMMENTS = {
 }
 
 
+def _dict_item(key, values, width=120):
+    """One item of a mapping to tuples, wrapped one element a line when longer than ``width``."""
+    inline = "    %r: (%s),\n" % (key, ", ".join(repr(x) for x in values) + ("," if len(values) == 1 else ""))
+    if len(inline) <= width:
+        return inline
+    return "    %r: (\n%s    ),\n" % (key, "".join("        %r,\n" % x for x in values))
+
+
 def render(data):
     out = [HEADER.format(wheel=data["VLLM_WHEEL"], transformers=data["TRANSFORMERS_VERSION"],
                          vllm=data["VLLM_VERSION"])]
@@ -236,8 +244,7 @@ def render(data):
         if isinstance(value, list):
             out.append("%s = (\n%s)\n" % (key, "".join("    %r,\n" % v for v in value)))
         elif isinstance(value, dict):
-            out.append("%s = {\n%s}\n" % (key, "".join("    %r: (%s),\n" % (k, ", ".join(repr(x) for x in v) + ("," if len(v) == 1 else ""))
-                                                       for k, v in value.items())))
+            out.append("%s = {\n%s}\n" % (key, "".join(_dict_item(k, v) for k, v in value.items())))
         else:
             out.append("%s = %r\n" % (key, value))
     return "".join(out)

@@ -862,8 +862,8 @@ def check_role_settings(fleet, roles_dir=None, named=()):
 
 
 def check_torch(fleet):
-    """A GPU host's virtualenv pins torch by its CUDA local version (rule torch_cuda_build): PyPI's aarch64
-    torch of the same number is a CPU build, and vLLM's _C needs libtorch_cuda.so."""
+    """A GPU host's virtualenv takes torch from PyPI at the rule book's version, the CUDA 13 build on aarch64
+    (rule torch_cuda_build): a local version needs another index and is a CPU build or another CUDA major."""
     findings = []
     for host in sorted(fleet):
         host_vars = fleet[host]
@@ -886,9 +886,9 @@ def check_torch(fleet):
         problem = gpu_gate.torch_pin_problem(specs, form)
         if problem:
             findings.append(Finding(host, variable, value, problem,
-                                    "pin torch==%s+%s (vllm_venv_torch_version) with vllm_venv_torch_backend: cuda, "
+                                    "pin torch==%s (vllm_venv_torch_version) with vllm_venv_torch_backend: cuda, "
                                     "or set vllm_venv_torch_backend: cpu only for a host without a GPU"
-                                    % (rulebook.setting("torch_version"), rulebook.setting("torch_cuda_build"))))
+                                    % rulebook.setting("torch_version")))
     return findings
 
 

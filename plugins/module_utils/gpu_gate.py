@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 import signal
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
@@ -195,7 +196,7 @@ def torch_requirement(specs):
     """The torch requirement among pip specifiers ('torch==2.10.0+cu129' -> '2.10.0+cu129'), or None."""
     for spec in specs or []:
         text = str(spec).strip()
-        name = text.split("==", 1)[0].split("[", 1)[0].strip().lower()
+        name = re.match(r"[A-Za-z0-9._-]*", text).group(0).lower()
         if name == "torch" and "==" in text:
             return text.split("==", 1)[1].split(";", 1)[0].strip()
         if name == "torch":
@@ -209,22 +210,56 @@ def is_cuda_local_version(version):
     return local.startswith("cu") and local[2:].isdigit()
 
 
+def cuda_major(version):
+    """'13.0' -> 13; None or '' -> None."""
+    head = str(version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+# NCCL's banner, compiled into the library: "NCCL version 2.28.9+cuda13.0" names the CUDA that built it.
+_NCCL_BANNER = re.compile(br"NCCL version (\d+\.\d+\.\d+)[^+\x00]*\+cuda(\d+\.\d+)")
+
+
+def nccl_build(path, chunk=1 << 20):
+    """(NCCL version, CUDA version that built it) read from a libnccl file's banner, or (None, None)."""
+    tail = b""
+    try:
+        with open(path, "rb") as handle:
+            while True:
+                block = handle.read(chunk)
+                if not block:
+                    return None, None
+                found = _NCCL_BANNER.search(tail + block)
+                if found:
+                    return found.group(1).decode(), found.group(2).decode()
+                tail = block[-256:]
+    except (IOError, OSError):
+        return None, None
+
+
 def torch_pin_problem(specs, form):
     """What is wrong with the torch pin of a virtualenv of that form, or None.
 
-    A CUDA host must pin torch by its CUDA local version: PyPI's aarch64 torch of the
-    same number is a CPU build, and only a local-version pin makes pip refuse it."""
+    A CUDA host takes torch from PyPI at the rule book's version: on aarch64 that wheel is the CUDA 13 build.
+    A local version (+cu129, +cu130, +cpu) is one PyPI does not carry: it needs another index, and is a CPU
+    build or another CUDA major (rule torch_cuda_build)."""
     if form != "cuda":
         return None
-    want = "%s+%s" % (rulebook.setting("torch_version"), rulebook.setting("torch_cuda_build"))
-    index = rulebook.setting("torch_index_url")
+    want = rulebook.setting("torch_version")
     have = torch_requirement(specs)
     if have is None:
-        return ("no torch pin: pip would take torch==%s from PyPI, a CPU build on aarch64 (rule torch_cuda_build); "
-                "add 'torch==%s' and the index %s" % (rulebook.setting("torch_version"), want, index))
-    if not is_cuda_local_version(have):
-        return ("torch pinned as '%s', which PyPI satisfies with a CPU build on aarch64 (rule torch_cuda_build); "
-                "pin 'torch==%s' from %s" % (have or "torch", want, index))
+        return None  # vLLM's own requirement pins torch; the lock holds it
+    if not have:
+        return ("torch is not pinned to one version: pin 'torch==%s', the CUDA %d build on PyPI (rule "
+                "torch_cuda_build)" % (want, rulebook.setting("torch_cuda_major")))
+    if "+" in have:
+        return ("torch pinned as '%s', a local version PyPI does not carry (another index, a CPU build or another "
+                "CUDA major); PyPI's aarch64 torch==%s is the CUDA %d build (rule torch_cuda_build): pin 'torch==%s'"
+                % (have, want, rulebook.setting("torch_cuda_major"), want))
+    if have != want:
+        return ("torch pinned as '%s', not the rule book's %s (the torch vLLM %s requires, whose aarch64 wheel on PyPI "
+                "is the CUDA %d build; PyPI's aarch64 torch 2.10.0 is a CPU build): pin 'torch==%s'"
+                % (have, want, rulebook.setting("vllm_version"), rulebook.setting("torch_cuda_major"), want))
     return None
 
 
@@ -239,17 +274,26 @@ def judge(reading, form, capability="", nccl_library="", entry_points=None, vllm
     if "torch" in errors:
         problems.append("torch does not import: %s" % errors["torch"])
     elif form == "cuda":
-        index = rulebook.setting("torch_index_url")
+        want = rulebook.setting("torch_cuda_major")
+        torch_major, nccl_cuda = cuda_major(reading.get("torch_cuda")), reading.get("nccl_cuda")
         if not reading.get("torch_cuda"):
-            problems.append("torch %s is a CPU build (torch.version.cuda is None): install torch==%s+%s from %s"
-                            % (reading.get("torch"), rulebook.setting("torch_version"),
-                               rulebook.setting("torch_cuda_build"), index))
-        elif not reading.get("cuda_available"):
+            problems.append("torch %s is a CPU build (torch.version.cuda is None): install torch==%s from PyPI, whose "
+                            "aarch64 wheel is the CUDA %d build (rule torch_cuda_build)"
+                            % (reading.get("torch"), rulebook.setting("torch_version"), want))
+        elif torch_major != want:
+            problems.append("torch %s is built for CUDA %s, not CUDA %d (DGX OS's, which builds NCCL): install "
+                            "torch==%s from PyPI (rule torch_cuda_build)"
+                            % (reading.get("torch"), reading.get("torch_cuda"), want, rulebook.setting("torch_version")))
+        elif nccl_cuda and cuda_major(nccl_cuda) != torch_major:
+            problems.append("torch %s is built for CUDA %s but the NCCL it preloads (%s) was built with CUDA %s: build "
+                            "NCCL with the CUDA %d nvcc (nccl role, nccl_nvcc)"
+                            % (reading.get("torch"), reading.get("torch_cuda"), nccl_library or "?", nccl_cuda, want))
+        if reading.get("torch_cuda") and not reading.get("cuda_available"):
             problems.append("torch %s (CUDA %s) sees no GPU (torch.cuda.is_available() is False): check the driver "
                             "(nvidia-smi) and the device nodes (%s)"
                             % (reading.get("torch"), reading.get("torch_cuda"),
                                ", ".join(rulebook.setting("nvidia_device_nodes"))))
-        elif capability and reading.get("capability") != str(capability):
+        elif reading.get("torch_cuda") and capability and reading.get("capability") != str(capability):
             problems.append("the GPU's compute capability is %s, not %s (%s)"
                             % (reading.get("capability"), capability, reading.get("device_name")))
     if vllm and "vllm_c" in errors:

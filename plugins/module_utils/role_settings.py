@@ -26,7 +26,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, redaction, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, ray_args, redaction, rulebook, venv_lock
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     MAXIMUM, MINIMUM, SECRET_SHOWN, SECRET_VALUE, is_secret)
 
@@ -483,6 +483,32 @@ def _venv_packages(packages, nodeps, requirements):
     if unpinned:
         return [Problem("vllm_venv_packages", unpinned, "not pinned to one version: every node of a cluster must "
                         "run the same code", "pin each with '==' (the rule book's versions)")]
+    return []
+
+
+@check("vllm_venv", "vllm_venv_lock", "vllm_venv_torch_backend", "vllm_venv_packages", "vllm_venv_nodeps_packages",
+       "vllm_venv_requirements_files",
+       optional=("vllm_venv_packages", "vllm_venv_nodeps_packages", "vllm_venv_requirements_files"))
+def _venv_lock(lock, backend, packages, nodeps, requirements):
+    """On a CUDA host the lock is what pip installs (with --require-hashes): the host's own pins must be in it. The
+    lists are optional: the default package list is a template of the rule book's pins, which the lock is made of."""
+    if not _on(lock) or backend != "cuda":
+        return []
+    fix = ("keep the role's defaults (the rule book's pins, which the lock is made of), or set vllm_venv_lock: false "
+           "to resolve your own set without hashes")
+    if nodeps or requirements:
+        variable, value = ("vllm_venv_nodeps_packages", nodeps)
+        if not nodeps:
+            variable, value = "vllm_venv_requirements_files", requirements
+        return [Problem(variable, value, "cannot be installed with the lock (%s, --require-hashes): pip refuses "
+                        "anything without a hash in it" % venv_lock.LOCK_NAME, fix)]
+    # Specs without one pinned version are _venv_packages' finding, not this one's.
+    pinned = [spec for spec in (packages if isinstance(packages, list) else []) if venv_lock.pin_of(spec)]
+    wrong = venv_lock.disagreements(pinned, venv_lock.load())
+    if wrong:
+        return [Problem("vllm_venv_packages", packages, "disagrees with the lock the role installs on a CUDA host "
+                        "(%s): %s" % (venv_lock.LOCK_NAME, "; ".join(wrong)),
+                        fix + "; a new pin in the rule book regenerates the lock (make spark-lock)")]
     return []
 
 

@@ -228,7 +228,7 @@ RULES = (
         },
         "CUTLASS FP4 MoE is broken on SM121 and silently produces garbage; Marlin is stable "
         "and fast for GPTQ-Int4, mxfp4, FP8 and NVFP4 weights. Marlin is a kernel for quantized "
-        "weights: for unquantized (BF16) experts vLLM 0.19.0 accepts only triton, flashinfer_trtllm, "
+        "weights: for unquantized (BF16) experts vLLM 0.23.0 accepts only triton, flashinfer_trtllm, "
         "flashinfer_cutlass and aiter and raises ValueError at model build for marlin; FlashInfer "
         "is forbidden here and aiter is ROCm's, so BF16 MoE runs Triton's fused MoE.",
         (S003, S000),
@@ -240,15 +240,19 @@ RULES = (
     ),
     Rule(
         "flashinfer_moe_fp4_off",
-        "VLLM_USE_FLASHINFER_MOE_FP4=0",
+        "No FlashInfer FP4 MoE: --moe-backend decides, VLLM_USE_FLASHINFER_MOE_FP4 never 1",
         {
             "vllm_use_flashinfer_moe_fp4": "0",
             "vllm_env_dropped": ["VLLM_FLASHINFER_MOE_BACKEND", "VLLM_USE_V1"],
         },
-        "Without it MoE routing can take the broken CUTLASS FP4 path.",
+        "FlashInfer's FP4 MoE takes the CUTLASS FP4 path that is broken on SM121. vLLM 0.23.0 reads "
+        "VLLM_USE_FLASHINFER_MOE_FP4 only when --moe-backend is auto, and warns that it is deprecated whenever it is "
+        "set; every unit passes --moe-backend (rule moe_backend), so the variable is not emitted, and an override "
+        "that sets it to anything but 0 is refused.",
         (S003, S002),
-        decision="002 sets VLLM_FLASHINFER_MOE_BACKEND=latency and VLLM_USE_V1=1; FlashInfer MoE "
-        "is unavailable on SM121 (003) and V1 is the only engine in vLLM 0.19, so neither is emitted.",
+        decision="003 sets VLLM_USE_FLASHINFER_MOE_FP4=0, which vLLM 0.19.0 read; 0.23.0 replaces it with "
+        "--moe-backend (vllm/envs.py deprecates it). 002 sets VLLM_FLASHINFER_MOE_BACKEND=latency and "
+        "VLLM_USE_V1=1; FlashInfer MoE is unavailable on SM121 (003) and V1 is the only engine, so neither is emitted.",
     ),
     Rule(
         "marlin_atomic_add",
@@ -270,11 +274,14 @@ RULES = (
     ),
     Rule(
         "no_fastsafetensors",
-        "No --load-format fastsafetensors",
-        {"vllm_forbidden_load_formats": ["fastsafetensors"]},
-        "ImportError in the NGC 26.03/26.04 images; the default mmap loader is slower to start "
-        "but identical at runtime.",
+        "--load-format fastsafetensors: forbidden in NGC images, allowed in the virtualenv",
+        {"vllm_forbidden_load_formats": []},
+        "003 forbids it for an ImportError in the NGC 26.03/26.04 images. vLLM 0.23.0 requires "
+        "fastsafetensors>=0.3.2 itself, so the virtualenv has it and nothing is forbidden; the list stays for a "
+        "loader a later release breaks.",
         (S003,),
+        decision="003's reason is the container's missing package, which a pip install of the pinned release "
+        "cannot have (rule verdict: obsolete).",
     ),
     Rule(
         "quantization_loader",
@@ -439,7 +446,7 @@ RULES = (
         "prefix_cache_metrics",
         "Prefix-cache hit rate from the raw counters",
         {"prefix_cache_hit_metrics": ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"]},
-        "vLLM 0.19 has no gpu_prefix_cache_hit_rate gauge; hit rate = hits / queries.",
+        "vLLM 0.23 has no gpu_prefix_cache_hit_rate gauge; hit rate = hits / queries.",
         (S003,),
     ),
     Rule(
@@ -503,7 +510,7 @@ RULES = (
         "version_pins",
         "Identical vLLM/Triton/Transformers/Python on every node",
         {
-            "vllm_version": "0.19.0",
+            "vllm_version": "0.23.0",
             "triton_version": "3.6.0",
             "transformers_version": "4.57.6",
             "python_version": "3.12",
@@ -513,33 +520,40 @@ RULES = (
         "Ray workers load models in their own environment: a missing or different package gives "
         "import errors or wrong architectures on the worker.",
         (S004, S003, S000),
-        decision="004 pins vllm 0.18.1 with triton 3.6.0 and transformers 4.57.6; 003 and 000 ran "
-        "and measured every SM121 rule here (TRITON_ATTN, --moe-backend marlin) on vLLM 0.19.0. "
-        "vLLM 0.19.0 requires torch 2.10.0 (whose Triton is 3.6.0) and transformers >=4.56,<5, so "
-        "004's Triton and Transformers pins stay and vLLM moves to 0.19.0. No document pins Ray; "
-        "2.60.0 is pinned because it has token authentication (RAY_AUTH_MODE=token), which the ray "
-        "role turns on, and it is the version the cluster scenario runs.",
+        decision="004 pins vllm 0.18.1 with triton 3.6.0 and transformers 4.57.6; 003 and 000 ran and measured "
+        "every SM121 rule on vLLM 0.19.0 in NVIDIA's container. The virtualenv runs vLLM 0.23.0, chosen by its "
+        "aarch64 wheels (rule torch_cuda_build): it requires torch 2.11.0, whose Triton is 3.6.0, and accepts "
+        "transformers 4.57.6 (>=4.56, not 5.0-5.5.0), so 004's Triton and Transformers pins stay; every SM121 rule "
+        "is re-checked against its files (VERDICTS). No document pins Ray; 2.60.0 is pinned because it has token "
+        "authentication (RAY_AUTH_MODE=token), which the ray role turns on, and it is the version the cluster "
+        "scenario runs.",
     ),
     Rule(
         "torch_cuda_build",
-        "A CUDA build of torch, from PyTorch's CUDA index, pinned by its local version",
+        "torch from PyPI: on aarch64 its wheel is the CUDA 13 build, the CUDA major of DGX OS",
         {
-            "torch_version": "2.10.0",
-            "torch_cuda_build": "cu129",
-            "torch_index_url": "https://download.pytorch.org/whl/cu129",
+            "torch_version": "2.11.0",
+            "torch_cuda_major": 13,
         },
-        "vLLM 0.19.0 requires torch==2.10.0. PyPI's aarch64 wheel of it is a CPU build (its nvidia-* "
-        "and triton requirements are marked platform_machine == 'x86_64'; no libtorch_cuda.so), while "
-        "vLLM's aarch64 _C.abi3.so needs libtorch_cuda.so and libcudart.so.12: vllm serve and every Ray "
-        "GPU worker would fail at import on a Spark. vLLM's binaries are CUDA 12.9 and its install "
-        "guide takes torch from PyTorch's cu129 index. Pinning the local version "
-        "(torch==2.10.0+cu129) is a requirement PyPI cannot satisfy, so pip never falls back "
-        "to the CPU build: without the index the install fails, naming it.",
+        "vLLM 0.23.0 requires torch==2.11.0, and PyPI's aarch64 wheel of torch 2.11.0 is a CUDA 13 build: its "
+        "CUDA requirements (cuda-toolkit 13.0.2, nvidia-nccl-cu13, cuDNN for CUDA 13) carry no x86-64 marker, and "
+        "vLLM's aarch64 extensions need libcudart.so.13. DGX OS is CUDA 13.0 too: the nvcc that builds NCCL, the "
+        "ptxas Triton uses and the preloaded NCCL share the CUDA major of torch. So a Spark installs from PyPI "
+        "alone, with no extra index and no local-version pin, from a lock of the whole aarch64 set with hashes "
+        "(roles/vllm_venv/files); the GPU gate refuses a torch whose CUDA major is not 13 or differs from the "
+        "CUDA that built the NCCL it preloads.",
         (S004, S003),
-        decision="No source document names where torch comes from; 004 says some binary "
-        "distributions do not apply on aarch64. The pin follows vLLM's install guide and the "
-        "requirements PyPI's torch 2.10.0 wheels declare (read with pip's resolver for "
-        "manylinux_2_28_aarch64 / CPython 3.12, tests/contract/test_platform.py).",
+        decision="No source document names where torch comes from; 004 says some binary distributions do not "
+        "apply on aarch64, and 003 and 000 ran vLLM 0.19.0 inside NVIDIA's container. Chosen by the wheels "
+        "themselves (pip's resolver for linux aarch64 / CPython 3.12 against PyPI, and the ELF and fatbin contents "
+        "of the downloaded aarch64 wheels: tests/contract/test_platform.py, test_stack_wheels.py). vLLM 0.23.0: "
+        "torch 2.11.0 from PyPI is CUDA 13, and its Marlin kernels (MoE and GPTQ/AWQ, rule moe_backend) carry sm_120 "
+        "SASS, 19 of 20 fatbin containers in _moe_C. Rejected: 0.19.0 with torch 2.10.0+cu129 from PyTorch's index "
+        "(its aarch64 wheel needs libcudart.so.12, a CUDA 12 virtualenv on a CUDA 13 host, and PyTorch dropped its "
+        "CUDA 12.9 aarch64 build; PyPI's aarch64 torch 2.10.0 is a CPU build); 0.20.x (CUDA 13 from PyPI too, but "
+        "15 of 20 Marlin MoE containers are PTX only on 12.1: the driver's JIT, which vllm#40923 saw answer wrongly "
+        "on GB10); 0.26 and later (they require transformers>=5.5.3, against 004's pin). 0.24 and 0.25 are the next "
+        "candidates, to be proven the same way.",
     ),
     Rule(
         "cutlass_fp8_patch",
@@ -555,10 +569,9 @@ RULES = (
         "vLLM's prebuilt CUTLASS FP8 kernels cover sm_120/sm_120a, not sm_121: cutlass_scaled_mm "
         "raises 'Error Internal'. Returning False falls back to Triton FP8 kernels that JIT for "
         "sm_121. Callers use both the functions and the module constants, so patch both. In vLLM "
-        "0.19.0 they decide the block-FP8 layers (W8A8BlockFp8LinearOp of fp8.py, "
-        "compressed_tensors_w8a8_fp8.py, modelopt.py: Triton block matmul instead of CUTLASS "
-        "blockwise) and the FP8 activation scale (fp8.py); the FP8/INT8 linear-kernel selection "
-        "reads neither, which rule cutlass_fp8_disabled_kernels covers.",
+        "0.23.0 cutlass_fp8_supported() decides per-token against per-tensor activation scales (fp8.py) and "
+        "CUTLASS_BLOCK_FP8_SUPPORTED whether CutlassFp8BlockScaledMMKernel calls itself supported; the kernel "
+        "selection itself reads neither, which rule cutlass_fp8_disabled_kernels covers.",
         (S004,),
     ),
     Rule(
@@ -566,24 +579,27 @@ RULES = (
         "Turn vLLM's CUTLASS and FlashInfer FP8/INT8 linear kernels off by name (VLLM_DISABLED_KERNELS)",
         {
             "vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel", "FlashInferFP8ScaledMMLinearKernel",
-                                      "CutlassInt8ScaledMMLinearKernel"],
+                                      "CutlassInt8ScaledMMLinearKernel", "CutlassFp8BlockScaledMMKernel"],
         },
-        "vLLM 0.19.0 picks FP8 and INT8 linear kernels from _POSSIBLE_FP8_KERNELS and "
-        "_POSSIBLE_INT8_KERNELS (vllm/model_executor/kernels/linear/__init__.py), whose CUDA "
-        "kernels CutlassFP8ScaledMMLinearKernel and CutlassInt8ScaledMMLinearKernel call themselves "
-        "supported on any CUDA device and run the prebuilt cutlass_scaled_mm ('Error Internal' on "
-        "sm_121; its sm_12x build has no INT8 kernel). That selection reads no cutlass_fp8_supported(), "
-        "so the patch does not reach it; it skips every class named in VLLM_DISABLED_KERNELS "
-        "(vllm/envs.py splits it on commas, no spaces). With these off an FP8 layer takes "
-        "PerTensorTorchFP8ScaledMMLinearKernel or ChannelWiseTorchFP8ScaledMMLinearKernel "
-        "(torch._scaled_mm, cuBLASLt) and an INT8 layer TritonInt8ScaledMMLinearKernel (Triton, JIT for "
-        "sm_121). Every vLLM and Ray unit gets it; the ray executor also copies VLLM_* to its workers.",
+        "vLLM 0.23.0 picks FP8, block-FP8 and INT8 linear kernels from _POSSIBLE_FP8_KERNELS, "
+        "_POSSIBLE_FP8_BLOCK_KERNELS and _POSSIBLE_INT8_KERNELS (vllm/model_executor/kernels/linear/__init__.py), "
+        "whose CUDA kernels CutlassFP8ScaledMMLinearKernel and CutlassInt8ScaledMMLinearKernel call themselves "
+        "supported on any CUDA device and run the prebuilt cutlass_scaled_mm ('Error Internal' on sm_121 in 004's "
+        "build; no sm_12x INT8 kernel). That selection reads no cutlass_fp8_supported(), so the patch does not "
+        "reach it; it skips every class named in VLLM_DISABLED_KERNELS (vllm/envs.py splits it on commas, no "
+        "spaces). With these off an FP8 layer takes PerTensorTorchFP8ScaledMMLinearKernel or "
+        "ChannelWiseTorchFP8ScaledMMLinearKernel (torch._scaled_mm, cuBLASLt), a block-FP8 layer "
+        "TritonFp8BlockScaledMMKernel and an INT8 layer TritonInt8ScaledMMLinearKernel (Triton, JIT for sm_121). "
+        "Every vLLM and Ray unit gets it; both ray executors pass VLLM_* to their workers.",
         (S004, S003),
-        decision="004 names only the w8a8_utils checks; on 0.19.0 they still decide the block-FP8 path, so "
-        "rule cutlass_fp8_patch stays and this rule covers the linear-kernel selection that no longer reads "
-        "them. FlashInferFP8ScaledMMLinearKernel is off too: vLLM 0.19.0 requires flashinfer-python, the "
-        "kernel claims capability 100 and up, its bmm_fp8 'auto' puts FlashInfer's own CUTLASS sm12x GEMM "
-        "first on SM120/121, and 003 reports FlashInfer accuracy bugs with FP8 models on Blackwell.",
+        decision="004 names only the w8a8_utils checks; they still steer the activation scales and the "
+        "block-FP8 CUTLASS kernel, so rule cutlass_fp8_patch stays, and this rule covers the selection that does "
+        "not read them (CutlassFp8BlockScaledMMKernel is named too, so a patch that stops applying cannot bring "
+        "it back). FlashInferFP8ScaledMMLinearKernel is off too: the release requires flashinfer-python, the "
+        "kernel claims capability 100 and up, its bmm_fp8 'auto' puts FlashInfer's own CUTLASS sm12x GEMM first "
+        "on SM120/121, and 003 reports FlashInfer accuracy bugs with FP8 models on Blackwell. 0.23.0's sm_12x "
+        "CUTLASS images are sm_120f, which GB10 can load (tests/contract/test_stack_wheels.py); whether they now "
+        "answer right on 12.1 is unmeasured, so they stay off.",
     ),
     Rule(
         "nccl_sm121",
@@ -715,7 +731,10 @@ RULES = (
         "vllm_host_ip",
         "VLLM_HOST_IP and Ray's node IP are the node's own fabric address",
         {"vllm_host_ip_source": "fabric_address"},
-        "With LAN and QSFP addresses vLLM's get_ip() and Ray disagree: 'Expected 2 unique IPs but got 3'.",
+        "With LAN and QSFP addresses vLLM's get_ip() and Ray disagree: 'Expected 2 unique IPs but got 3' "
+        "(vLLM's RayDistributedExecutor). vLLM 0.23.0's default ray executor (RayExecutorV2) takes the workers' "
+        "addresses from Ray's placement group, which is the fabric address only when Ray's node IP is; get_ip() "
+        "still reads VLLM_HOST_IP for every other socket.",
         (S004,),
     ),
     Rule(
@@ -781,6 +800,64 @@ RULES = (
     ),
 )
 
+# Every SM121 rule that vLLM's own code decides, re-checked against the files of the release the virtualenv pins
+# (VERDICT_RELEASE, which must be vllm_version: a bump without a re-check fails tests/unit): (verdict, evidence).
+# needed: the release still behaves so and the rule takes effect there; replaced: the release reads another switch,
+# which the rule now uses; obsolete: the release removed the cause, so the rule no longer restricts anything.
+# Evidence names files and lines inside the vLLM wheel; the contract (tests/contract) proves the ones it can run.
+VERDICT_RELEASE = "0.23.0"
+VERDICTS = {
+    "attention_backend": ("needed", "platforms/cuda.py:140-147: on SM12x vLLM's own order is FLASH_ATTN, FLASHINFER, "
+                          "TRITON_ATTN; FlashAttention has no fp8 KV cache off SM90 (flash_attn.py:183-193) and "
+                          "FlashInfer claims 7.5-12.1 (flashinfer.py:407-410), so without the flag an fp8 KV cache "
+                          "runs FlashInfer."),
+    "moe_backend": ("needed", "--moe-backend (config/kernel.py:122-137); marlin accepted for fp8, nvfp4, mxfp4 "
+                    "(fused_moe/oracle/fp8.py:213, nvfp4.py:149, mxfp4.py:250), refused for BF16 "
+                    "(unquantized.py:137-150); CUTLASS and FlashInfer MoE still claim SM12x. Marlin carries sm_120 "
+                    "SASS in 19 of 20 _moe_C containers (tests/contract/test_stack_wheels.py)."),
+    "flashinfer_moe_fp4_off": ("replaced", "envs.py:1482-1488 deprecates VLLM_USE_FLASHINFER_MOE_FP4 (a FutureWarning "
+                               "whenever set); fused_moe/oracle/nvfp4.py:237-264 reads it only with --moe-backend "
+                               "auto. Replaced by --moe-backend; the variable is no longer emitted."),
+    "marlin_atomic_add": ("needed", "envs.py:1360-1362 reads VLLM_MARLIN_USE_ATOMIC_ADD as '1', off by default; "
+                          "quantization/utils/marlin_utils.py:469-489 uses atomic adds only when it is set."),
+    "no_enforce_eager": ("needed", "--enforce-eager still turns CUDA graphs off (engine/arg_utils.py:816, "
+                         "config/model.py:217); nothing in the release forces eager mode on SM12x."),
+    "no_fastsafetensors": ("obsolete", "METADATA:89 requires fastsafetensors>=0.3.2, so the virtualenv has it: the "
+                           "NGC ImportError cannot happen; --load-format fastsafetensors exists "
+                           "(model_executor/model_loader/__init__.py:39,57). Nothing is forbidden any more."),
+    "quantization_loader": ("needed", "gptq_marlin, awq_marlin, fp8, compressed-tensors and mxfp4 remain "
+                            "(quantization/__init__.py:12-45); mxfp4 on a gpt_oss checkpoint becomes gpt_oss_mxfp4 "
+                            "(quantization/mxfp4.py:114-128)."),
+    "kv_cache_dtype": ("needed", "config/cache.py:19-35 accepts auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 (and nvfp4, "
+                       "FlashInfer only, refused off sm100f: flashinfer.py:622-629); TRITON_ATTN takes the fp8 "
+                       "kinds (v1/attention/backends/triton_attn.py:273-282)."),
+    "speculative_mtp": ("needed", "config/speculative.py:34-68 keeps 'mtp' and 'draft_model'; a config without a "
+                        "method still means draft_model (:544-548); *_mtp names become mtp (:550-554)."),
+    "mamba_prefix_caching": ("needed", "align mode still requires block_size <= max_num_batched_tokens "
+                             "(config/vllm.py:2111-2117; default 2048, config/scheduler.py:42)."),
+    "vllm_host_ip": ("needed", "get_ip() reads VLLM_HOST_IP (envs.py:666, utils/network_utils.py:33-35), never "
+                     "copied to Ray workers (v1/executor/ray_utils.py:33-40). The default executor is now "
+                     "RayExecutorV2 (envs.py:880-882), which takes addresses from Ray (ray_executor_v2.py:280-298)."),
+    "prefix_cache_metrics": ("needed", "only the counters vllm:prefix_cache_queries and vllm:prefix_cache_hits "
+                             "exist (v1/metrics/loggers.py:542-559); no hit-rate gauge."),
+    "triton_ptxas": ("needed", "vLLM never reads or sets TRITON_PTXAS_PATH (only CUTE_DSL_PTXAS_PATH, "
+                     "vllm_flash_attn/cute/cute_dsl_ptxas.py:18); Triton itself does, so every unit sets it."),
+    "cutlass_fp8_patch": ("needed", "quantization/utils/w8a8_utils.py:11-42 defines both functions and constants; "
+                          "cutlass_fp8_supported() picks the activation scales (quantization/fp8.py:304) and "
+                          "CUTLASS_BLOCK_FP8_SUPPORTED gates CutlassFp8BlockScaledMMKernel (scaled_mm/cutlass.py:15-16)."),
+    "cutlass_fp8_disabled_kernels": ("needed", "kernels/linear/__init__.py:272-317 lists the kernels, :428-429 "
+                                     "skips VLLM_DISABLED_KERNELS (envs.py:1088-1092 splits on commas); the "
+                                     "CUTLASS kernels call themselves supported on any CUDA device. Run by "
+                                     "tests/contract/test_fp8_kernels.py on a 12.1 stand-in."),
+    "torch_cuda_build": ("needed", "METADATA:81 requires torch==2.11.0; vllm/_C.abi3.so needs libcudart.so.13 "
+                         "(tests/contract/test_stack_wheels.py)."),
+    "version_pins": ("needed", "METADATA:32 accepts transformers 4.57.6 (>=4.56.0, not 5.0-5.5.0); METADATA:81 "
+                     "torch==2.11.0 requires triton==3.6.0."),
+    "nccl_preload": ("needed", "vLLM's pynccl loads VLLM_NCCL_SO_PATH, else libnccl.so.2 (envs.py:697, "
+                     "utils/nccl.py:17-35); torch binds through its DT_RPATH (test_stack_wheels.py)."),
+}
+VERDICT_KINDS = ("needed", "replaced", "obsolete")
+
 
 def _index():
     by_id = {}
@@ -821,7 +898,6 @@ def settings():
 def kernel_env():
     """Environment every vLLM process on GB10 gets from the kernel rules."""
     env = {
-        "VLLM_USE_FLASHINFER_MOE_FP4": SETTINGS["vllm_use_flashinfer_moe_fp4"],
         "VLLM_MARLIN_USE_ATOMIC_ADD": SETTINGS["vllm_marlin_use_atomic_add"],
         # vllm/envs.py splits the value on "," and keeps the spaces: no space after the commas.
         "VLLM_DISABLED_KERNELS": ",".join(SETTINGS["vllm_disabled_kernels"]),
@@ -889,21 +965,23 @@ def _cell(text):
 def render_markdown():
     """Render the rule table as Markdown (the block between the rules markers)."""
     lines = [
-        "| Rule | Settings | Why | Source | Decision |",
-        "|---|---|---|---|---|",
+        "| Rule | Settings | Why | Source | Decision | On vLLM %s |" % VERDICT_RELEASE,
+        "|---|---|---|---|---|---|",
     ]
     for item in RULES:
         sets = "<br>".join(
             "`%s` = `%s`" % (key, _cell(_fmt_value(value)).replace("`", "'"))
             for key, value in item.settings.items()
         )
-        lines.append("| **%s**: %s | %s | %s | %s | %s |" % (
+        verdict = VERDICTS.get(item.id)
+        lines.append("| **%s**: %s | %s | %s | %s | %s | %s |" % (
             item.id,
             _cell(item.title),
             sets,
             _cell(item.reason),
             "<br>".join("`%s`" % s for s in item.sources),
             _cell(item.decision or ""),
+            _cell("**%s**: %s" % verdict if verdict else ""),
         ))
     return "\n".join(lines) + "\n"
 

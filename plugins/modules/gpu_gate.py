@@ -100,7 +100,7 @@ reading:
   returned: when the probe ran
   type: dict
   sample:
-    torch: 2.10.0+cu129
+    torch: 2.11.0
     torch_cuda: "12.9"
     cuda_available: true
     capability: "12.1"
@@ -179,6 +179,9 @@ def main():
         reading = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         module.fail_json(msg="%sthe probe printed no reading: %s %s" % (who, out[-1000:], err[-1000:]), **result)
+    if nccl_library:
+        # The CUDA that built the preloaded NCCL, from its banner: torch's CUDA major must be the same.
+        reading["nccl_version"], reading["nccl_cuda"] = gpu_gate.nccl_build(nccl_library)
     result["reading"] = reading
     result["summary"] = gpu_gate.summary(reading, p["form"])
     result["problems"] = gpu_gate.judge(reading, p["form"], capability=p["capability"],

@@ -47,7 +47,7 @@ NCCL_REGEN = "python3 tools/nccl_params.py --tag %s   (from a clone or mirror of
 # Argvs the real parsers must refuse: proof that a wrong flag fails here.
 KNOWN_BAD_VLLM = [
     ["vllm", "serve", "m", "--no-such-flag-in-any-release"],
-    ["vllm", "serve", "m", "--kv-cache-dtype", "nvfp4"],
+    ["vllm", "serve", "m", "--kv-cache-dtype", "no_such_dtype"],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2, "no_such_key": 1}'],
     ["vllm", "serve", "m", "--speculative-config", '{"method": "no_such_method", "num_speculative_tokens": 2}'],
     ["vllm", "serve", "m", "--compilation-config", '{"no_such_key": 1}'],

@@ -2,8 +2,8 @@
 """The pinned vLLM's own FP8/INT8 linear-kernel selection, on a capability-12.1 CUDA platform, with the environment
 the collection renders for a Spark's units (rules cutlass_fp8_disabled_kernels and cutlass_fp8_patch).
 
-vLLM 0.19.0 chooses FP8 and INT8 linear kernels in vllm/model_executor/kernels/linear/__init__.py
-(choose_scaled_mm_linear_kernel over _POSSIBLE_FP8_KERNELS / _POSSIBLE_INT8_KERNELS). That selection never reads
+The pinned vLLM chooses FP8, block-FP8 and INT8 linear kernels in vllm/model_executor/kernels/linear/__init__.py
+(choose_scaled_mm_linear_kernel over _POSSIBLE_FP8_KERNELS, _POSSIBLE_FP8_BLOCK_KERNELS, _POSSIBLE_INT8_KERNELS). That selection never reads
 cutlass_fp8_supported() or CUTLASS_FP8_SUPPORTED, which vllm_sm121_patch edits: proving the patch applies does not
 prove a Spark avoids the prebuilt CUTLASS GEMM (seed 004: 'Error Internal' on sm_121). The switch it does read is
 VLLM_DISABLED_KERNELS (kernel.__name__ in envs.VLLM_DISABLED_KERNELS).
@@ -13,7 +13,7 @@ Here the release's selection runs in the contract venv (vLLM of the rule book's 
   (tests/contract/rendered/, which test_contract.py holds to what the roles render now);
 * vLLM's own Platform interface saying CUDA, capability 12.1 (no CUDA kernels are loaded; the two capability
   queries of vllm._custom_ops that w8a8_utils asks at import answer as the release's binary does at 12.1: True);
-* FlashInfer present and absent (vLLM 0.19.0 requires flashinfer-python, so a Spark has it; the venv has not).
+* FlashInfer present and absent (the pinned vLLM requires flashinfer-python, so a Spark has it; the venv has not).
 """
 
 from __future__ import annotations
@@ -72,8 +72,12 @@ def name(kernel):
     return None if kernel is None else kernel.__name__
 
 
+BLOCK = getattr(linear, "_POSSIBLE_FP8_BLOCK_KERNELS", {})  # its own list from 0.20 on
+FIELDS = set(getattr(linear.FP8ScaledMMLinearLayerConfig, "__dataclass_fields__", {}))
+# The layer's shape and input type, asked from 0.23 on: a 4096x4096 BF16 layer, as a Spark's models have.
+SHAPE = dict((k, v) for k, v in (("weight_shape", (4096, 4096)), ("input_dtype", torch.bfloat16)) if k in FIELDS)
 out = {"cuda_kernels": sorted({k.__name__ for lists in (linear._POSSIBLE_FP8_KERNELS, linear._POSSIBLE_INT8_KERNELS,
-                                                         linear._POSSIBLE_KERNELS)
+                                                         linear._POSSIBLE_KERNELS, BLOCK)
                                for k in lists.get(PlatformEnum.CUDA, [])}),
        "envs": []}
 for env in json.loads(sys.stdin.read()):
@@ -87,8 +91,9 @@ for env in json.loads(sys.stdin.read()):
             for weight in WEIGHTS:
                 config = linear.FP8ScaledMMLinearLayerConfig(weight_quant_key=getattr(quant_utils, weight),
                                                             activation_quant_key=getattr(quant_utils, act),
-                                                            out_dtype=torch.bfloat16)
-                kernel = choose(config, linear._POSSIBLE_FP8_KERNELS)
+                                                            out_dtype=torch.bfloat16, **SHAPE)
+                block = weight.endswith("BlockSym") and BLOCK
+                kernel = choose(config, BLOCK if block else linear._POSSIBLE_FP8_KERNELS)
                 seen["fp8"].append({"activation": act, "weight": weight, "flashinfer": flashinfer,
                                     "kernel": name(kernel),
                                     "torch_scaled_mm": kernel is not None
@@ -194,13 +199,15 @@ def test_every_disabled_name_is_a_kernel_the_release_selects(release):
 
 
 def test_a_spark_unit_never_gets_a_cutlass_fp8_or_int8_kernel(release):
-    """Every FP8 layer the release can describe takes a torch._scaled_mm kernel (cuBLASLt), with or without
-    FlashInfer installed; every symmetric INT8 layer the Triton kernel. An asymmetric INT8 layer has no kernel left
+    """Every FP8 layer the release can describe takes a torch._scaled_mm kernel (cuBLASLt), a block-FP8 layer
+    Triton's block matmul, with or without FlashInfer installed; every symmetric INT8 layer the Triton kernel. An asymmetric INT8 layer has no kernel left
     on SM121 (the CUTLASS one has no sm_12x INT8 build either): the release refuses it at model build."""
     bad = []
     for (origin, _env), seen in zip(release["units"], release["answer"]):
         for c in seen["fp8"]:
-            if not c["torch_scaled_mm"]:
+            # A block-FP8 layer (its own list from 0.20 on) takes Triton's block matmul, JIT for sm_121, or nothing.
+            block_ok = c["weight"].endswith("BlockSym") and (c["kernel"] or "Triton").startswith("Triton")
+            if not c["torch_scaled_mm"] and not block_ok:
                 bad.append("%s: FP8 activation %s, weight %s, FlashInfer %s -> %s" % (
                     origin, c["activation"], c["weight"], "installed" if c["flashinfer"] else "absent", c["kernel"]))
         for c in seen["int8"]:

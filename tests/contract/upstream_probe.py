@@ -23,7 +23,7 @@ The only stand-in: vLLM resolves its platform (DeviceConfig's default) while the
 parser is built, and its CUDA platform loads vllm/_C.abi3.so, compiled against
 the CUDA torch the real GB10 venv has. A bare Platform that says "cuda" (vLLM's
 own interface class, no kernels) is set as the current platform instead: on
-0.19.0 no platform overrides pre_register_and_update, the one platform hook the
+the pinned release no platform overrides pre_register_and_update, the one platform hook the
 parser calls, so the parser is the one a GB10 builds.
 """
 
@@ -72,9 +72,10 @@ def vllm_parser():
         def error(self, message):
             raise ParseError(message)
 
-    # As vllm/entrypoints/cli/serve.py builds the `serve` subcommand.
+    # As vllm/entrypoints/cli/serve.py builds the `serve` subcommand (before 0.20 serve.py added --grpc itself).
     parser = make_arg_parser(Strict(prog="vllm serve"))
-    parser.add_argument("--grpc", action="store_true", default=False)
+    if "--grpc" not in parser._option_string_actions:  # pylint: disable=protected-access
+        parser.add_argument("--grpc", action="store_true", default=False)
     return parser
 
 

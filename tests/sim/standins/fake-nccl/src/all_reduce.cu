@@ -26,13 +26,14 @@ extern "C" ncclResult_t ncclSumInPlace(float *devbuf, const float *devsrc, size_
 }
 
 // Every NCCL symbol the CUDA torch of the rule book's torch_version imports (nm -D --undefined-only
-// torch/lib/libtorch_cuda.so of torch 2.10.0: 35 names). Preloaded (rule nccl_preload), this library
+// torch/lib/libtorch_cuda.so of torch 2.11.0: 38 names). Preloaded (rule nccl_preload), this library
 // is the process's libnccl.so.2 by its SONAME, so the loader takes no other: a name missing here fails
 // `import torch` with "undefined symbol". They also let the GPU gate ask which library torch's
 // ProcessGroupNCCL and vLLM's pynccl resolve to. Stand-ins only: each refuses the call.
 #define FAKE_NCCL_ENTRY(name) extern "C" ncclResult_t name(void) { return ncclInvalidArgument; }
 extern "C" const char *ncclGetErrorString(int result) { return result ? "fake-nccl: refused" : "no error"; }
 extern "C" const char *ncclGetLastError(void *comm) { return "fake-nccl: refused"; }
+FAKE_NCCL_ENTRY(ncclAlltoAll)
 FAKE_NCCL_ENTRY(ncclBcast)
 FAKE_NCCL_ENTRY(ncclCommAbort)
 FAKE_NCCL_ENTRY(ncclCommCount)
@@ -48,6 +49,8 @@ FAKE_NCCL_ENTRY(ncclCommSplit)
 FAKE_NCCL_ENTRY(ncclCommUserRank)
 FAKE_NCCL_ENTRY(ncclCommWindowDeregister)
 FAKE_NCCL_ENTRY(ncclCommWindowRegister)
+FAKE_NCCL_ENTRY(ncclDevCommCreate)
+FAKE_NCCL_ENTRY(ncclDevCommDestroy)
 FAKE_NCCL_ENTRY(ncclGetUniqueId)
 FAKE_NCCL_ENTRY(ncclGroupEnd)
 FAKE_NCCL_ENTRY(ncclGroupSimulateEnd)
