@@ -308,3 +308,18 @@ def test_every_signal_names_its_cause(rc, name, cause):
 
 def test_a_clean_exit_is_no_signal():
     assert gpu_gate.signal_problem(0, "", "/p") is None and gpu_gate.signal_problem(1, "", "/p") is None
+
+
+def test_the_recorded_gate_read_the_cuda_that_built_the_nccl():
+    """A real run (tests/fixtures/gpu/h200): torch 2.11.0+cu130, the rule book's torch on a CUDA 13 host, and the
+    NCCL the nccl role built with nvcc 13.0: the banner says 13.0, the gate passes; told CUDA 12.9, it refuses."""
+    recorded = json.load(open(os.path.join(os.path.dirname(FIXTURES), "h200", "gpu_gate-2.28.9-sm90.json")))
+    reading = recorded["with_preload"]["reading"]
+    assert (reading["torch"], reading["torch_cuda"], reading["nccl_version"], reading["nccl_cuda"]) == (
+        "2.11.0+cu130", "13.0", "2.28.9", "13.0")
+    assert reading["torch"].split("+")[0] == rulebook.setting("torch_version")
+    assert recorded["with_preload"]["problems"] == []
+    built = "/opt/sparkfleet/nccl/2.28.9-sm90/lib/libnccl.so.2"
+    assert gpu_gate.judge(reading, "cuda", nccl_library=built, realpath=lambda p: p + ".28.9", vllm=False) == []
+    assert gpu_gate.judge(dict(reading, nccl_cuda="12.9"), "cuda", nccl_library=built,
+                          realpath=lambda p: p + ".28.9", vllm=False)
