@@ -771,7 +771,13 @@ def check_nccl_overrides(fleet):
                                                     "nccl_ib_hca" if name == "NCCL_IB_HCA" else "fabric_interface_env",
                                                     "; a different port is %s" % inventory_variable("fabric_ifname")
                                                     if name != "NCCL_IB_HCA" else "")))
-                elif name == "NCCL_IB_DISABLE" and str(value).strip().lower() in ("1", "true", "yes", "on") and active:
+                elif name == "NCCL_IB_DISABLE" and str(value).strip() and not re.match(r"\s*[+-]?\d", str(value)):
+                    # NCCL reads it with strtoll: 'true' or 'yes' read 0, so IB stays on, whatever was meant.
+                    findings.append(Finding(host, where, value, "is read by NCCL as a number (strtoll): %r reads %d, "
+                                            "so it does not do what the word says"
+                                            % (value, nccl_env_util.nccl_int(value)),
+                                            "write 0 (RoCE, what the rule book sets) or remove it from %s" % variable))
+                elif name == "NCCL_IB_DISABLE" and nccl_env_util.nccl_int(value) != 0 and active:
                     findings.append(Finding(host, where, value, "forces NCCL onto TCP sockets (~%s GB/s) although the "
                                             "facts show ACTIVE RoCE on the fabric port (%s, ~%s GB/s; rule "
                                             "nccl_ib_transport): the nccl_env filter only warns, and the bandwidth "

@@ -23,6 +23,26 @@ PORT_SUFFIX = re.compile(r"(s0f\d+np\d+)$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+
+def nccl_int(value):
+    """An NCCL_* integer as NCCL reads it (src/misc/param.cc: strtoll(value, NULL, 0)): leading spaces and a sign,
+    then hex after 0x, octal after 0, else decimal, up to the first other character; nothing numeric reads 0. So
+    'true', 'yes' and 'on' read 0 (the feature stays as it was) and '2' or '0x1' read as set."""
+    text = str(value).lstrip()
+    sign = -1 if text[:1] == "-" else 1
+    text = text[1:] if text[:1] in "+-" else text
+    base, digits = 10, "0123456789"
+    if text[:2].lower() == "0x" and text[2:3].lower() in "0123456789abcdef" and text[2:3]:
+        base, digits, text = 16, "0123456789abcdef", text[2:]
+    elif text[:1] == "0":
+        base, digits = 8, "01234567"
+    number = ""
+    for char in text.lower():
+        if char not in digits:
+            break
+        number += char
+    return sign * int(number, base) if number else 0
+
 def _fail(host, msg):
     raise NcclEnvError("host %s: %s" % (host, msg))
 
@@ -182,10 +202,10 @@ def nccl_env(gb10_facts, fabric, host=None):
         if env.get(name) != value:
             overridden.append({"name": name, "computed": env.get(name), "value": value})
         env[name] = value
-    if transport == "roce" and env.get("NCCL_IB_DISABLE") == "1":
+    if transport == "roce" and nccl_int(env.get("NCCL_IB_DISABLE", "0")) != 0:
         transport = "socket"
-        warnings.insert(0, "SOCKET FALLBACK: NCCL_IB_DISABLE=1 comes from overrides; NCCL runs over TCP (~%s GB/s)"
-                        % rulebook.setting("nccl_bus_bandwidth_socket_gbps"))
+        warnings.insert(0, "SOCKET FALLBACK: NCCL_IB_DISABLE=%s comes from overrides; NCCL runs over TCP (~%s GB/s)"
+                        % (env["NCCL_IB_DISABLE"], rulebook.setting("nccl_bus_bandwidth_socket_gbps")))
 
     return {
         "env": env,

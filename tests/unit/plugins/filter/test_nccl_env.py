@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_env import nccl_env, nccl_env_vars, FilterModule
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts as m
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import nccl_env as nccl_env_util
 from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gb10"))
@@ -159,3 +160,12 @@ def test_f0_cabling_like_seed_004():
     out = nccl_env(gb10, {"interface": "enp1s0f0np0", "address": "192.168.100.10"})
     assert out["env"]["NCCL_SOCKET_IFNAME"] == "enp1s0f0np0"
     assert out["env"]["NCCL_IB_HCA"] == "rocep1s0f0,roceP2p1s0f0"
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1", 1), ("0", 0), (" 2", 2), ("0x10", 16), ("010", 8), ("-1", -1), ("+3", 3), ("7abc", 7),
+    ("true", 0), ("True", 0), ("yes", 0), ("", 0), ("0x", 0), ("09", 0),
+])
+def test_nccl_int_reads_as_nccls_strtoll(text, value):
+    """src/misc/param.cc: strtoll(value, NULL, 0). '09' reads 0 (octal stops at 9), '0x' reads 0."""
+    assert nccl_env_util.nccl_int(text) == value

@@ -90,12 +90,23 @@ def test_without_facts_the_roce_devices_are_the_gb10_names_of_the_fabric_halves(
 
 # ------------------------------------------------------------ NCCL_IB_DISABLE=1 where RoCE is up
 @pytest.mark.parametrize("variable", fp.NCCL_OVERRIDE_MAPS)
-@pytest.mark.parametrize("value", ["1", 1, True])
+@pytest.mark.parametrize("value", ["1", 1, "2", "0x1"])
 def test_rdma_turned_off_where_roce_is_active_is_refused(variable, value):
     found = fp.check_nccl_overrides({"a": host("192.168.100.10", **{variable: {"NCCL_IB_DISABLE": value}})})
     assert said(found) == [("a", "%s.NCCL_IB_DISABLE" % variable, value)]
     assert "ACTIVE RoCE on the fabric port (roceP2p1s0f1, rocep1s0f1" in found[0].problem
     assert "remove NCCL_IB_DISABLE from %s" % variable in found[0].fix
+
+
+@pytest.mark.parametrize("variable", fp.NCCL_OVERRIDE_MAPS)
+@pytest.mark.parametrize("value", ["true", True, "yes", "on"])
+def test_a_word_for_ib_disable_is_refused_as_nccl_reads_it(variable, value):
+    """NCCL reads NCCL_IB_DISABLE with strtoll: a word reads 0, so RoCE stays on whatever the user meant. Refused
+    with what NCCL reads, not as a socket fallback (the old check said TCP, which is the opposite of what runs)."""
+    found = fp.check_nccl_overrides({"a": host("192.168.100.10", **{variable: {"NCCL_IB_DISABLE": value}})})
+    assert said(found) == [("a", "%s.NCCL_IB_DISABLE" % variable, value)]
+    assert "reads 0, so it does not do what the word says" in found[0].problem
+    assert "TCP" not in found[0].problem and "write 0" in found[0].fix
 
 
 @pytest.mark.parametrize("variant", ["no_roce", "link_down_half", None])
