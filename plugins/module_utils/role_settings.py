@@ -194,17 +194,27 @@ def _qsfp_payload(mtu, payload):
     return []
 
 
-def _positive(variable, value):
-    """What the fabric_ping module refuses of a payload, count or wait (a whole number above 0), after the network
-    stage wrote the netplan and applied it."""
+_AFTER_NETWORK = "fabric_ping refuses it after the network stage applied the fabric addresses"
+_AFTER_START = "vllm_ready refuses it after the vLLM services were started"
+_AFTER_ALL = "vllm_verify refuses it after every stage ran"
+
+
+def _positive(variable, value, consumer=_AFTER_NETWORK):
+    """A whole number above 0, which the module that reads it refuses otherwise, late: fabric_ping (a payload, count
+    or wait) after the network stage applied the netplan, vllm_ready (the readiness gate's timeout and completion
+    length) after the services started, vllm_verify (its request timeout and completion length) at the very end."""
     if _int(value) is not None and _int(value) > 0:
         return []
-    return [Problem(variable, value, "must be a whole number above 0: fabric_ping refuses it after the network stage "
-                    "applied the fabric addresses", "leave it unset (the role's default)")]
+    return [Problem(variable, value, "must be a whole number above 0: %s" % consumer,
+                    "leave it unset (the role's default)")]
 
 
 check_each(_positive, ("qsfp_network", "qsfp_network_ping_payload"), ("qsfp_network", "qsfp_network_ping_count"),
-           ("qsfp_network", "qsfp_network_ping_wait"))
+           ("qsfp_network", "qsfp_network_ping_wait"),
+           ("vllm_service", "vllm_service_readiness_timeout_sec", _AFTER_START),
+           ("vllm_service", "vllm_service_readiness_max_tokens", _AFTER_START),
+           ("fleet_verify", "fleet_verify_request_timeout", _AFTER_ALL),
+           ("fleet_verify", "fleet_verify_max_tokens", _AFTER_ALL))
 
 
 @check("qsfp_network", "qsfp_network_ping_interval")

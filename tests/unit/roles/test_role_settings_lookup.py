@@ -23,6 +23,7 @@ BAD = {
     "vllm_venv": ({"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages"),
     "ray": ({"ray_head_dashboard_host": "0.0.0.0"}, "ray_head_dashboard_host"),
     "vllm_service": ({"vllm_service_hardening": {"PrivateDevices": "yes"}}, "vllm_service_hardening"),
+    "fleet_verify": ({"fleet_verify_request_timeout": 0}, "fleet_verify_request_timeout"),
 }
 
 
