@@ -19,7 +19,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_releas
 # What a problem shows instead of a secret, the names and shapes of secrets, a URL as a message may show it: the one
 # redaction of the collection (plugins/module_utils/redaction.py), imported here for the entry checks and their callers.
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.redaction import (  # noqa: F401 pylint: disable=unused-import
-    SECRET_NAME, SECRET_SHOWN, SECRET_VALUE, shown_url)
+    SECRET_SHOWN, SECRET_VALUE, names_secret, shown_url)
 
 CHECKPOINT_FORMATS = sorted(rulebook.setting("quantization_by_checkpoint_format"))
 
@@ -163,10 +163,11 @@ class EntryError(ValueError):
 
 def is_secret(name, spec=None):
     """True for a key that ``spec`` (MODEL_ENTRY_SPEC's shape) marks secret; a key ``spec`` does not know is
-    judged by its name (``hf_token``, ``api_key``; not ``max_num_batched_tokens``)."""
+    judged by its name as every message's redaction judges it (``hf_token``, ``api_key``; not
+    ``max_num_batched_tokens``, nor ``api_key_file`` or ``HF_TOKEN_PATH``, which say where a secret is)."""
     if spec and name in spec:
         return bool(spec[name].get("secret"))
-    return bool(SECRET_NAME.search(str(name)))
+    return names_secret(name)
 
 
 # Names end up in unit names, log file names and secret file names.
@@ -226,7 +227,7 @@ def check(entry, spec, elsewhere=()):
             close = difflib.get_close_matches(str(key), list(spec) + list(elsewhere), n=1)
             meant.update(close)
             # A misspelt secret key is a secret too, and so is any key named like one (source.token).
-            secret = ((close and spec.get(close[0], {}).get("secret")) or SECRET_NAME.search(str(key))
+            secret = ((close and spec.get(close[0], {}).get("secret")) or names_secret(key)
                       or SECRET_VALUE.match(str(entry[key])))
             problems.append(Problem(key, SECRET_SHOWN if secret else entry[key], "unknown key" + (" (did you mean '%s'?)" % close[0] if close else ""),
                                     ("rename it to '%s'" % close[0]) if close else

@@ -29,7 +29,8 @@ from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import f
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
-    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_NAME, SECRET_SHOWN)
+    MINIMUM, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SECRET_SHOWN)
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.redaction import names_secret
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
 from gb10_fixture_params import params_for as fixture_params  # tests/unit/gb10_fixture_params.py
 
@@ -216,7 +217,7 @@ def _key_cases():
         typo = _misspell(key)
         # a misspelt secret key is still a secret: never shown
         cases.append(pytest.param(key, {typo: "x"}, (key,), typo,
-                                  SECRET_SHOWN if rule.get("secret") or SECRET_NAME.search(typo) else "x",
+                                  SECRET_SHOWN if rule.get("secret") or names_secret(typo) else "x",
                                   id="%s-misspelt-%s" % (key, typo)))
         if rule.get("required"):
             cases.append(pytest.param(key, {}, (key,), key, None, id="%s-missing" % key))
