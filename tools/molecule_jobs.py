@@ -73,7 +73,11 @@ class Jobs:
                   flush=True)
         start = time.monotonic()
         with open(path, "w") as log:
-            rc = subprocess.call(self.command(name), stdout=log, stderr=subprocess.STDOUT, cwd=TOP)
+            try:
+                rc = subprocess.call(self.command(name), stdout=log, stderr=subprocess.STDOUT, cwd=TOP)
+            except OSError as exc:  # molecule not on PATH (outside make): a failure, never an empty pass
+                log.write("%s: %s\n" % (" ".join(self.command(name)), exc))
+                rc = 127
         seconds = time.monotonic() - start
         with self.lock:
             if rc:

@@ -74,6 +74,16 @@ def test_after_a_failure_nothing_new_starts_and_the_exit_says_so(tmp_path, monke
     assert "| cluster | not started (an earlier one failed) | |" in summary
 
 
+def test_a_command_that_cannot_start_is_a_failure_not_an_empty_pass(tmp_path, monkeypatch):
+    """molecule not on PATH (the tool run outside make): the worker used to die and the run passed with 0 scenarios."""
+    monkeypatch.setattr(molecule_jobs, "LOGS", str(tmp_path / "logs"))
+    out = io.StringIO()
+    jobs = molecule_jobs.Jobs(["site"], 1, command=lambda name: [str(tmp_path / "no-such-molecule"), name], out=out)
+    jobs.run()
+    assert jobs.failed and jobs.results[0][:2] == ("site", 127)
+    assert "FAILED (rc 127)" in out.getvalue() and "No such file" in out.getvalue()
+
+
 def test_scenarios_side_by_side_do_not_install_the_collection_each():
     """Molecule's prerun installs this collection into ~/.ansible/collections at every start; two scenarios started
     together raced there (FileExistsError from ansible-galaxy, a scenario failed in 3 s in CI). The shared config turns
