@@ -23,7 +23,6 @@ PORT_SUFFIX = re.compile(r"(s0f\d+np\d+)$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-
 def nccl_int(value):
     """An NCCL_* integer as NCCL reads it (src/misc/param.cc: strtoll(value, NULL, 0)): leading spaces and a sign,
     then hex after 0x, octal after 0, else decimal, up to the first other character; nothing numeric reads 0. So
@@ -42,6 +41,7 @@ def nccl_int(value):
             break
         number += char
     return sign * int(number, base) if number else 0
+
 
 def _fail(host, msg):
     raise NcclEnvError("host %s: %s" % (host, msg))
