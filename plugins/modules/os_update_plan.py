@@ -112,12 +112,13 @@ options:
     description: The fwupdmgr program.
     type: str
     default: fwupdmgr
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
 attributes:
   check_mode:
     description: Reads only (with O(firmware) it refreshes fwupd's metadata); the same answer as a real run.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
     description: Reads only.

@@ -35,15 +35,15 @@ options:
     description: Its login shell.
     type: path
     default: /usr/sbin/nologin
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
 attributes:
   check_mode:
     description: Says what it would change and changes nothing.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 """
 

@@ -51,13 +51,10 @@ options:
     default: 16
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 notes:
   - The asks are sent one after the other. Requests other clients send at the same moment are batched with them,
@@ -66,6 +63,7 @@ notes:
 seealso:
   - module: sparkfleet.gb10.vllm_completion
 extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
   - sparkfleet.gb10.vllm_correctness
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)

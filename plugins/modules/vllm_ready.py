@@ -78,15 +78,14 @@ options:
     description: Seconds between two completion requests of one endpoint.
     type: float
     default: 10
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 seealso:
   - module: sparkfleet.gb10.vllm_completion

@@ -46,15 +46,14 @@ options:
     type: list
     elements: str
     default: [CUTLASS_FP8_SUPPORTED, CUTLASS_BLOCK_FP8_SUPPORTED]
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)

@@ -97,13 +97,10 @@ options:
     default: 16
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
 notes:
   - The endpoints are asked at the same time, but each endpoint's asks one after the other, and the generating
@@ -114,6 +111,7 @@ seealso:
   - module: sparkfleet.gb10.vllm_correctness
   - module: sparkfleet.gb10.vllm_ready
 extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
   - sparkfleet.gb10.vllm_correctness
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)

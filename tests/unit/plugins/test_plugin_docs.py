@@ -30,11 +30,15 @@ def test_doc_blocks_parse(path):
 
 @pytest.mark.parametrize("path", FRAGMENTS, ids=lambda p: f"doc_fragments/{p.name}")
 def test_doc_fragments_parse(path):
-    """A doc fragment (plugins/doc_fragments) holds options shared by modules: its DOCUMENTATION is a class
-    attribute, merged by extends_documentation_fragment."""
+    """A doc fragment (plugins/doc_fragments) holds options or attributes shared by modules: its DOCUMENTATION is a
+    class attribute, merged by extends_documentation_fragment. An attribute fragment describes; each module says its
+    own support (ansible-core merges the two, the module's keys winning)."""
     import importlib
     module = importlib.import_module("ansible_collections.sparkfleet.gb10.plugins.doc_fragments." + path.stem)
-    assert yaml.safe_load(module.ModuleDocFragment.DOCUMENTATION)["options"], f"{path}: no options"
+    doc = yaml.safe_load(module.ModuleDocFragment.DOCUMENTATION)
+    assert doc.get("options") or doc.get("attributes"), f"{path}: neither options nor attributes"
+    for name, attribute in (doc.get("attributes") or {}).items():
+        assert attribute.get("description") and "support" not in attribute, f"{path}: {name}"
 
 
 FILTER_FILES = sorted((ROOT / "plugins" / "filter").glob("*.py"))
