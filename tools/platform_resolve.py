@@ -30,12 +30,15 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get("SPARKFLEET_CACHE") or "/var/cache/sparkfleet"
 MACHINE = "aarch64"
-PYTHON = "3.12"
+sys.path.insert(0, os.path.join(TOP, "plugins", "module_utils"))
+import rulebook as _rulebook  # noqa: E402  pure Python, the one place of the Spark's Python version
+import venv_lock  # noqa: E402  pure Python, the one place of the lock's name and path
+
+PYTHON = _rulebook.setting("python_version")
 # The manylinux tags an Ubuntu 24.04 aarch64 host (glibc 2.39) accepts, as pip must be told them one by one.
 PLATFORMS = ["manylinux_2_%d_%s" % (n, MACHINE) for n in range(17, 40)] + ["manylinux2014_" + MACHINE, "linux_" + MACHINE]
 INDEX = os.environ.get("SPARKFLEET_PLATFORM_INDEX", "https://pypi.org/simple")
-LOCK = os.path.join(TOP, "roles", "vllm_venv", "files", "requirements-linux-%s-cp%s.lock" % (MACHINE,
-                                                                                             PYTHON.replace(".", "")))
+LOCK = venv_lock.LOCK_PATH
 
 # Runs pip's main in a child interpreter whose marker environment is the target's.
 SHIM = r'''
