@@ -121,6 +121,8 @@ RULES = (
             "nvidia_kernel_module_package": "linux-modules-nvidia-{branch}-open-{kernel}",
             "nvidia_dkms_package": "nvidia-dkms-{branch}-open",
             "kernel_headers_package": "linux-headers-{kernel}",
+            # whose version is the user space the module must match after an upgrade (libcuda, NVML)
+            "nvidia_userspace_package": "libnvidia-compute-{branch}",
             "known_bad_kernels": [
                 {"release": "7.0.0-1019-nvidia",
                  "why": "NCCL fails at init with 'ibv_reg_mr_iova2 ... Cannot allocate memory' on every start "
@@ -145,7 +147,8 @@ RULES = (
         "what the nvidia_driver role installs) builds it when the kernel's headers are installed. Either way an "
         "apt upgrade can bring a new kernel while that package or those headers are phased or held back, and "
         "after the reboot the Spark has no GPU. So an OS update proves the next boot's kernel has the module of "
-        "the pinned branch, the user-space driver's version, before it reboots. Some kernels broke NCCL over "
+        "the pinned branch, the version of the user space installed then (libnvidia-compute-<branch>: on DGX OS "
+        "kernel, module and user space move in one transaction), before it reboots. Some kernels broke NCCL over "
         "RoCE on Sparks (field reports): an update refuses them by name, and a kernel built with Kexec HandOver "
         "on by default unless the boot turns it off, unless the inventory says why one is accepted.",
         (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE),

@@ -20,7 +20,11 @@ description:
   - Refuses, with the fix, a next kernel named in the rule book's known-bad list, a missing module, a module
     of another branch, and an upgrade that would move a driver package off the branch.
   - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the target
-    of C(vmlinuz)) has the module, the check before a reboot.
+    of C(vmlinuz)) has the module of the user space now installed, its image and initrd, that dpkg has no package
+    half-installed (C(dpkg --audit)) and that apt's dependencies hold (C(apt-get check)): the check before a reboot.
+  - The upgrade's removals (C(Remv)) count: a kernel image it removes is no candidate for the next boot, and an
+    installed kernel whose NVIDIA module it removes (DGX OS removes the old kernel's module when the driver moves)
+    is reported, with the running kernel named when it is that one: a fallback boot into it has no GPU.
   - With O(firmware), it also lists the firmware updates C(fwupdmgr get-updates --json) offers, after
     C(fwupdmgr refresh) (the metadata of fwupd's remotes, as the role refreshes apt's package lists first).
   - It only reads (with O(firmware), fwupd's metadata is refreshed); it answers the same in check mode.
@@ -53,8 +57,17 @@ options:
     default: linux-headers-{kernel}
   userspace_version:
     description:
-      - The user-space driver's version (nvidia-smi); an installed module of another version is refused (rule
-        C(driver_reboot_pending)). Empty, any version of O(branch).
+      - The user-space driver's version (nvidia-smi, read before the upgrade); an installed module of another version
+        is refused (rule C(driver_reboot_pending)). Empty, any version of O(branch).
+      - Where O(userspace_package) is installed, its version wins, read when the module runs; with O(stage=planned),
+        the version the upgrade moves it to. On DGX OS the kernel, its module and the 580 user space move in one
+        transaction, so the proof after the upgrade compares the module with the user space the reboot will load.
+    type: str
+    default: ""
+  userspace_package:
+    description:
+      - The package whose version is the user-space driver's (rule C(kernel_updates)), with C({branch}). Empty, only
+        O(userspace_version).
     type: str
     default: ""
   kernel_config_checks:
@@ -158,6 +171,19 @@ nvidia_module:
       C(version) (installed, else the candidate) and C(branch_ok).
   type: dict
   returned: always
+userspace:
+  description:
+    - The user-space driver the module must match, C(version) and where it was read from, C(source)
+      (C(package) installed, C(upgrade) the version the upgrade installs, C(parameter) O(userspace_version)).
+  type: dict
+  returned: always
+modules_removed:
+  description:
+    - Installed kernels (not removed themselves) whose NVIDIA module package the upgrade removes, each
+      C(kernel), C(package) and C(running).
+  type: list
+  elements: dict
+  returned: always
 install:
   description:
     - Packages to install beside the upgrade (the next kernel's module, or its headers, when the upgrade leaves
@@ -204,6 +230,7 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd
 _INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)")
 _REMV = re.compile(r"^Remv (?P<name>\S+)")
 _KERNEL_IMAGE = re.compile(r"^linux-image-(?P<release>\d\S*)$")
+_UPSTREAM = re.compile(r"^(?:\d+:)?(?P<upstream>[^-]+)")
 
 
 def parse_simulation(text):
@@ -290,6 +317,19 @@ class Host(object):
     def bin_path(self, name):
         return self.module.get_bin_path(name)
 
+    def version(self, name):
+        """The installed version of package NAME, or None."""
+        dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
+        return dpkg.parse_dpkg_query(out)[0].get(name)
+
+    def installed_kernels(self, boot_dir):
+        """The kernel releases whose image is in boot_dir."""
+        try:
+            names = os.listdir(boot_dir)
+        except OSError:
+            return []
+        return sorted((n[len("vmlinuz-"):] for n in names if n.startswith("vmlinuz-")), key=release_key)
+
     def module_version(self, params, kernel):
         rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", "version", params["module"]])
         return out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None
@@ -307,7 +347,7 @@ class Host(object):
             return None
 
 
-def module_state(host, params, kernel, packages):
+def module_state(host, params, kernel, packages, userspace=None):
     """The next kernel's NVIDIA module: installed (modinfo finds it), in the upgrade, installable (apt could
     install it now, held driver and all), built by DKMS from the kernel's headers, blocked, or missing."""
     branch = params["branch"]
@@ -338,7 +378,8 @@ def module_state(host, params, kernel, packages):
                 result.update(state="dkms" if result["mechanism"] == "dkms" else "installable", install=[name])
             else:
                 result.update(state="missing" if "Unable to locate package" in why else "blocked", why=why)
-    matches = not params["userspace_version"] or version == params["userspace_version"]
+    userspace = params["userspace_version"] if userspace is None else userspace
+    matches = not userspace or version == userspace
     installed_ok = branch_of(version) == branch and matches
     if result["state"] == "installed":
         result["branch_ok"] = installed_ok
@@ -365,10 +406,64 @@ def config_problems(host, params, kernel):
     return found
 
 
+def upstream_version(version):
+    """The upstream part of a Debian version: 580.142 of 580.142-0ubuntu0.24.04.1 (an epoch dropped)."""
+    found = _UPSTREAM.match(version or "")
+    return found.group("upstream") if found else None
+
+
+def userspace_after(host, params, packages):
+    """The user-space driver the next boot's module must match: the version the upgrade moves O(userspace_package)
+    to (a plan), else its installed version, else O(userspace_version) (nvidia-smi's, read before the upgrade)."""
+    name = params["userspace_package"].format(branch=params["branch"]) if params["userspace_package"] else ""
+    if name:
+        moved = dict((item["name"], item["to"]) for item in packages["install"]).get(name)
+        if moved:
+            return {"version": upstream_version(moved), "source": "upgrade", "package": name}
+        installed = host.version(name)
+        if installed:
+            return {"version": upstream_version(installed), "source": "package", "package": name}
+    return {"version": params["userspace_version"], "source": "parameter", "package": name or None}
+
+
+def removed_modules(host, params, packages, running):
+    """Installed kernels the upgrade keeps whose NVIDIA module package it removes (``Remv``)."""
+    removed = set(packages["remove"])
+    found = []
+    for kernel in host.installed_kernels(params["boot_dir"]):
+        module = params["module_package"].format(branch=params["branch"], kernel=kernel)
+        if module in removed and "linux-image-" + kernel not in removed:
+            found.append({"kernel": kernel, "package": module, "running": kernel == running})
+    return found
+
+
+def boot_problems(host, params, kernel):
+    """What a reboot into KERNEL needs besides its module: its image and initrd in boot_dir, no package dpkg left
+    half-installed or half-configured (dpkg --audit prints nothing), and apt's dependencies satisfied
+    (apt-get check)."""
+    problems = []
+    missing = [name % kernel for name in ("vmlinuz-%s", "initrd.img-%s")
+               if not os.path.isfile(os.path.join(params["boot_dir"], name % kernel))]
+    if missing:
+        problems.append("the next boot's kernel %s lacks %s in %s: the boot would fail. Fix: reinstall "
+                        "linux-image-%s (update-initramfs -c -k %s for the initrd)"
+                        % (kernel, " and ".join(missing), params["boot_dir"], kernel, kernel))
+    rc, out, err = host.run(["dpkg", "--audit"])
+    if rc != 0 or out.strip():
+        problems.append("dpkg --audit reports packages left unpacked or half-configured: %s. Fix: dpkg --configure "
+                        "-a, then apt-get -f install, before any reboot" % first_lines(err + "\n" + out))
+    rc, out, err = host.run(["apt-get", "check"])
+    if rc != 0:
+        problems.append("apt-get check finds broken dependencies: %s. Fix: apt-get -f install before any reboot"
+                        % first_lines(err + "\n" + out))
+    return problems
+
+
 def judge(plan, params):
     """Fill problems and warnings of a plan; return it."""
     problems, warnings = [], []
     kernel, branch, module = plan["next_kernel"], params["branch"], plan["nvidia_module"]
+    userspace = (plan.get("userspace") or {}).get("version") or params["userspace_version"]
     if module["state"] == "missing" and params["stage"] == "installed":
         if module["mechanism"] == "package":
             fix = "install %s for it" % module["package"]
@@ -396,7 +491,7 @@ def judge(plan, params):
         problems.append(
             "the next boot's kernel %s has NVIDIA module %s, not the user-space driver's %s of branch %s (rules "
             "driver_branch, driver_reboot_pending): install %s matching it before rebooting"
-            % (kernel, module["version"], params["userspace_version"] or branch + ".*", branch, module["package"]))
+            % (kernel, module["version"], userspace or branch + ".*", branch, module["package"]))
     for item in plan["packages"]["install"]:
         moved = [b for b in params["forbidden_branches"]
                  if "nvidia" in item["name"] and (branch_of(item["to"]) == b or "-%s-" % b in item["name"] + "-")]
@@ -405,6 +500,12 @@ def judge(plan, params):
                 "the upgrade installs %s %s, of forbidden branch %s (rule driver_branch keeps %s): the pin of "
                 "sparkfleet.gb10.nvidia_driver is missing or outranked; run site.yml (tags nvidia_driver) first"
                 % (item["name"], item["to"], moved[0], branch))
+    for item in plan.get("modules_removed") or []:
+        warnings.append(
+            "the upgrade removes %s: kernel %s%s stays installed without its NVIDIA module, and a boot into it (a "
+            "fallback from the GRUB menu) has no GPU" % (item["package"], item["kernel"],
+                                                         " (the running one)" if item["running"] else ""))
+    problems.extend(plan.pop("_boot_problems", []))
     problems.extend(plan.pop("_config_problems", []))
     problems.extend(plan.pop("_firmware_problems", []))
     bad = plan["known_bad"]
@@ -451,14 +552,17 @@ def run(module):
     images = [_KERNEL_IMAGE.match(item["name"]) for item in packages["install"] if item["from"] is None]
     new = sorted((found.group("release") for found in images if found), key=release_key)
     kernel = next_kernel(params["boot_dir"], running, new)
-    nvidia = module_state(host, params, kernel, packages)
+    userspace = userspace_after(host, params, packages)
+    nvidia = module_state(host, params, kernel, packages, userspace["version"])
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
     firmware, firmware_problem = [], None
     if params["firmware"] and params["stage"] == "planned":
         firmware, firmware_problem = firmware_updates(host, params)
     plan = {"running_kernel": running, "next_kernel": kernel, "new_kernels": new, "packages": packages,
             "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
-            "install": nvidia["install"], "firmware": firmware,
+            "install": nvidia["install"], "firmware": firmware, "userspace": userspace,
+            "modules_removed": removed_modules(host, params, packages, running),
+            "_boot_problems": boot_problems(host, params, kernel) if params["stage"] == "installed" else [],
             "_config_problems": config_problems(host, params, kernel),
             "_firmware_problems": [firmware_problem] if firmware_problem else []}
     return judge(plan, params)
@@ -473,6 +577,7 @@ def main():
             dkms_package=dict(type="str", default=""),
             headers_package=dict(type="str", default="linux-headers-{kernel}"),
             userspace_version=dict(type="str", default=""),
+            userspace_package=dict(type="str", default=""),
             kernel_config_checks=dict(type="list", elements="dict", default=[]),
             cmdline_files=dict(type="list", elements="path", default=["/etc/default/grub", "/proc/cmdline"]),
             forbidden_branches=dict(type="list", elements="str", default=[]),

@@ -10,7 +10,8 @@
 #
 # kernels: flat apt repositories of kernel and NVIDIA module packages named and versioned like DGX OS's,
 # for the OS update (playbooks/os_update.yml). Their files live under the simulated host's recorded tree
-# (tests/fixtures/gb10, installed at $SIM, SPARKFLEET_SIM_DIR): a kernel package brings $SIM/boot/vmlinuz-<kernel> and moves the
+# (tests/fixtures/gb10, installed at $SIM, SPARKFLEET_SIM_DIR): a kernel package brings $SIM/boot/vmlinuz-<kernel> (and its
+# initrd.img-<kernel>) and moves the
 # vmlinuz link to the newest kernel, as Ubuntu's linux-update-symlinks does; a module package adds its kernel
 # to the answers of the modinfo stand-in ($SIM/bin/modinfo.modules). The module packages come per kernel
 # (linux-modules-nvidia-580-open-<kernel>), with a metapackage that follows the kernel metapackage. A host whose
@@ -132,6 +133,7 @@ deb() { # repo name version depends [kernel-image|module] [kernel]
     kernel-image)
         mkdir -p "$root$SIM/boot"
         : >"$root$SIM/boot/vmlinuz-$kernel"
+        : >"$root$SIM/boot/initrd.img-$kernel" # what update-initramfs makes in the real package's postinst
         for script in postinst postrm; do
             cat >"$root/DEBIAN/$script" <<EOF
 #!/bin/sh

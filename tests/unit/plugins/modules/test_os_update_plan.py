@@ -39,11 +39,18 @@ class Host(object):
     dpkg-query and modinfo."""
 
     def __init__(self, tmp_path, simulation="", install=(0, "", ""), modules=None, kernels=(RUNNING,),
-                 installed=(), files=None, fwupd=None, **params):
+                 installed=(), files=None, fwupd=None, versions=None, audit=(0, "", ""),
+                 check=(0, "Reading package lists...\nBuilding dependency tree...\n", ""), initrds=None, **params):
         boot = tmp_path / "boot"
         boot.mkdir()
         for kernel in kernels:
             (boot / ("vmlinuz-" + kernel)).write_text("")
+        # update-initramfs writes one per installed kernel
+        for kernel in (kernels if initrds is None else initrds):
+            (boot / ("initrd.img-" + kernel)).write_text("")
+        # installed packages' versions, as dpkg-query answers them
+        self.versions = dict(versions or {})
+        self.audit, self.check = audit, check
         # as the kernel packages leave it (linux-update-symlinks): the link on the newest installed kernel
         os.symlink("vmlinuz-" + max(kernels, key=os_update_plan.release_key), str(boot / "vmlinuz"))
         # fwupdmgr's recorded answers, by subcommand; None: fwupd not installed
@@ -60,7 +67,7 @@ class Host(object):
                            module_package=rulebook.setting("nvidia_kernel_module_package"),
                            dkms_package=rulebook.setting("nvidia_dkms_package"),
                            headers_package=rulebook.setting("kernel_headers_package"),
-                           userspace_version="580.142",
+                           userspace_version="580.142", userspace_package="",
                            known_bad_kernels=rulebook.setting("known_bad_kernels"),
                            kernel_config_checks=rulebook.setting("kernel_config_checks"),
                            cmdline_files=[str(tmp_path / "grub"), str(tmp_path / "cmdline")],
@@ -76,6 +83,8 @@ class Host(object):
         if argv[0] == "dpkg-query":
             # the driver's packages are held: "hi", installed all the same
             assert argv[1:4] == ["-W", "-f", "${db:Status-Abbrev}\t${Package}\t${Version}\n"], argv
+            if argv[-1] in self.versions:
+                return 0, "hi \t%s\t%s\n" % (argv[-1], self.versions[argv[-1]]), ""
             if argv[-1] in self.packages:
                 return 0, "hi \t%s\t580.142-0ubuntu1\n" % argv[-1], ""
             return 1, "", "dpkg-query: no packages found matching %s\n" % argv[-1]
@@ -83,6 +92,10 @@ class Host(object):
             assert environ_update == {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"} and argv[2:] == ["--json"], argv
             return self.fwupd[argv[1]]
         assert environ_update == {"LC_ALL": "C"}  # apt's and modinfo's words are read in English
+        if argv == ["dpkg", "--audit"]:
+            return self.audit
+        if argv == ["apt-get", "check"]:
+            return self.check
         assert argv[:4] == ["apt-get", "-s", "-o", "Debug::NoLocking=1"], argv
         if argv[4] == "dist-upgrade":
             return (0, self.simulation, "")
@@ -246,7 +259,7 @@ def test_installed_stage_proves_the_newest_kernel_without_asking_apt(tmp_path):
     assert plan["next_kernel"] == "6.17.0-1020-nvidia" and plan["nvidia_module"]["state"] == "missing"
     assert not plan["safe"]
     assert "remove linux-image-6.17.0-1020-nvidia so that the next boot keeps 6.17.0-1014-nvidia" in plan["problems"][0]
-    assert "apt-get" not in [argv[0] for argv in host.calls]
+    assert not [argv for argv in host.calls if argv[:2] == ["apt-get", "-s"]]
     (tmp_path / "ok").mkdir()
     host = Host(tmp_path / "ok", kernels=(RUNNING, "6.17.0-1016-nvidia"),
                 modules={RUNNING: "580.142", "6.17.0-1016-nvidia": "580.142"}, stage="installed")
@@ -329,3 +342,75 @@ def test_a_fwupd_that_cannot_refresh_makes_the_plan_unsafe_with_its_message(tmp_
 def test_firmware_on_without_fwupd_is_refused(tmp_path):
     plan = os_update_plan.run(Host(tmp_path, recorded("good.txt"), firmware=True))
     assert not plan["safe"] and "fwupdmgr is not installed: install fwupd" in plan["problems"][0]
+
+
+# DGX OS as it ships (tests/fixtures/apt_simulation/dgxos, README.md there): the kernel, its precompiled NVIDIA module
+# and the 580 user space move in one transaction, and the old kernel's module is removed.
+OLD = "6.11.0-1016-nvidia"
+NEW = "6.17.0-1014-nvidia"
+USERSPACE = "libnvidia-compute-{branch}"
+
+
+def dgxos(name):
+    return recorded(os.path.join("dgxos", name))
+
+
+def test_dgx_os_moves_kernel_module_and_user_space_together_and_removes_the_old_module(tmp_path):
+    host = Host(tmp_path, simulation=dgxos("kernel-driver-move.txt"), kernels=(OLD,), modules={OLD: "580.95.05"},
+                userspace_version="580.95.05", userspace_package=USERSPACE,
+                versions={"libnvidia-compute-580": "580.95.05-0ubuntu0.24.04.2"},
+                files={"osrelease": OLD + "\n"})
+    plan = os_update_plan.run(host)
+    assert plan["running_kernel"] == OLD and plan["next_kernel"] == NEW and plan["new_kernels"] == [NEW]
+    assert plan["nvidia_module"]["state"] == "in_upgrade"
+    assert plan["packages"]["remove"] == ["linux-modules-nvidia-580-open-" + OLD]
+    # the user space the reboot will load is the upgrade's, not nvidia-smi's from before it
+    assert plan["userspace"] == {"version": "580.142", "source": "upgrade", "package": "libnvidia-compute-580"}
+    assert plan["modules_removed"] == [{"kernel": OLD, "package": "linux-modules-nvidia-580-open-" + OLD,
+                                        "running": True}]
+    assert plan["safe"], plan["problems"]
+    assert any("kernel %s (the running one) stays installed without its NVIDIA module" % OLD in w
+               for w in plan["warnings_list"])
+
+
+def test_the_proof_after_the_move_compares_the_module_with_the_user_space_now_installed(tmp_path):
+    """After the upgrade nvidia-smi (read before it) still says 580.95.05, the package says 580.142, and the new
+    kernel's module is 580.142: the reboot loads a matching pair. Judged by the value read before the upgrade,
+    every DGX OS release that moves the driver was refused."""
+    after = dict(kernels=(OLD, NEW), modules={NEW: "580.142"}, stage="installed", userspace_version="580.95.05",
+                 files={"osrelease": OLD + "\n"})
+    host = Host(tmp_path, userspace_package=USERSPACE,
+                versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"}, **after)
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == NEW and plan["userspace"]["source"] == "package"
+    assert plan["safe"], plan["problems"]
+    # the module still of the old user space (its package held back while the user space moved): refused
+    (tmp_path / "held").mkdir()
+    host = Host(tmp_path / "held", userspace_package=USERSPACE, versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"},
+                **dict(after, modules={NEW: "580.95.05"}))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
+
+
+@pytest.mark.parametrize("broken, words", [
+    (dict(initrds=(OLD,)), "lacks initrd.img-%s in" % NEW),
+    (dict(audit=(0, "The following packages are only half configured, probably due to problems\n"
+                    " nvidia-kernel-common-580 NVIDIA binary kernel module support files\n", "")),
+     "dpkg --audit reports packages left unpacked or half-configured"),
+    (dict(check=(100, "Reading package lists...\n", "E: Unmet dependencies. Try 'apt --fix-broken install'\n")),
+     "apt-get check finds broken dependencies: E: Unmet dependencies"),
+])
+def test_the_proof_refuses_a_boot_without_its_files_or_with_dpkg_or_apt_broken(tmp_path, broken, words):
+    host = Host(tmp_path, kernels=(OLD, NEW), modules={NEW: "580.142"}, stage="installed",
+                files={"osrelease": OLD + "\n"}, **broken)
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and any(words in problem for problem in plan["problems"]), plan["problems"]
+    (tmp_path / "ok").mkdir()
+    assert os_update_plan.run(Host(tmp_path / "ok", kernels=(OLD, NEW), modules={NEW: "580.142"}, stage="installed",
+                                   files={"osrelease": OLD + "\n"}))["safe"]
+
+
+def test_upstream_versions_of_debian_versions():
+    assert os_update_plan.upstream_version("580.142-0ubuntu0.24.04.1") == "580.142"
+    assert os_update_plan.upstream_version("1:580.95.05-0ubuntu1") == "580.95.05"
+    assert os_update_plan.upstream_version("") is None
