@@ -51,7 +51,9 @@ options:
     description: Hub endpoint (HF_ENDPOINT); default the client's own (https://huggingface.co).
     type: str
   token_file:
-    description: File holding the hub token (read here, never passed as an argument or returned).
+    description:
+      - File holding the hub token (read here, never passed as an argument or returned).
+      - In check mode a file not written yet (a fresh host) is read as no token.
     type: path
   reverify:
     description: Hash every file even when the stamp vouches for it.
@@ -169,8 +171,12 @@ except ImportError:
     HF_IMPORT_ERROR = traceback.format_exc()
 
 
-def _token(path):
+def _token(path, check_mode=False):
+    """The hub token in ``path``; None without one. In check mode on a fresh host the role has not written the file
+    yet (its task only predicts the write): the listing is read without it, as a public repository's would be."""
     if not path:
+        return None
+    if check_mode and not os.path.exists(path):
         return None
     with open(path) as handle:
         return handle.read().strip() or None
@@ -305,7 +311,7 @@ def main():
         module.exit_json(**result)
 
     kind = source["type"] if source else None
-    token = _token(p["token_file"])
+    token = _token(p["token_file"], module.check_mode)
     if kind == "hf" and state != "verified" and HF_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("huggingface_hub") + " (the model_store role's virtualenv)",
                          exception=HF_IMPORT_ERROR)
