@@ -11,16 +11,18 @@ module: os_update_plan
 short_description: What an OS update would do to a Spark, and whether it keeps the GPU after the reboot
 description:
   - Asks apt what C(apt-get dist-upgrade) would install (C(apt-get -s)), works out the kernel the next boot
-    would start (the target of the C(vmlinuz) link, moved to the newest new kernel the upgrade installs), and
-    whether the NVIDIA kernel module of
+    would start as GRUB computes it (C(plugins/module_utils/grub_boot.py): the menu update-grub writes for the
+    kernels installed after the upgrade, C(GRUB_DEFAULT) of C(/etc/default/grub) and C(/etc/default/grub.d/*.cfg),
+    the grubenv's C(saved_entry) and C(next_entry)), and whether the NVIDIA kernel module of
     the pinned branch exists for that kernel, installed (C(modinfo -k)), brought by the upgrade, installable now
     (C(apt-get -s install), the driver held), or built by the DKMS driver from headers that are.
   - DGX OS builds the NVIDIA modules for each kernel as their own package (rule C(kernel_updates)); an upgrade
     that brings a kernel without it leaves the Spark without its GPU after the reboot.
   - Refuses, with the fix, a next kernel named in the rule book's known-bad list, a missing module, a module
     of another branch, and an upgrade that would move a driver package off the branch.
-  - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the target
-    of C(vmlinuz)) has the module of the user space now installed, its image and initrd, that dpkg has no package
+  - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the entry
+    C(grub.cfg) boots, which must be the one update-grub would choose now: a stale C(grub.cfg) is refused) has the
+    module of the user space now installed, its image and initrd, that dpkg has no package
     half-installed (C(dpkg --audit)) and that apt's dependencies hold (C(apt-get check)): the check before a reboot.
   - The upgrade's removals (C(Remv)) count: a kernel image it removes is no candidate for the next boot, and an
     installed kernel whose NVIDIA module it removes (DGX OS removes the old kernel's module when the driver moves)
@@ -74,15 +76,21 @@ options:
     description:
       - Build options of the next kernel (read from C(<boot_dir>/config-<kernel>) once it is installed) refused
         unless the next boot's command line holds a word, each C(option), C(value), C(unless_cmdline), C(why),
-        C(fix) and C(sources).
+        C(fix) and C(sources). The command line is the next entry's: its C(linux) line in C(grub.cfg), or in a plan
+        the one update-grub will write from GRUB's defaults (a commented line counts for nothing).
     type: list
     elements: dict
     default: []
-  cmdline_files:
-    description: Files whose text is the next boot's command line, read for the words of O(kernel_config_checks).
-    type: list
-    elements: path
-    default: [/etc/default/grub, /proc/cmdline]
+  grub_dir:
+    description: Where C(grub.cfg) and C(grubenv) are; empty, C(<boot_dir>/grub).
+    type: path
+    default: ""
+  etc_default:
+    description:
+      - The directory of GRUB's defaults, C(grub) and C(grub.d/*.cfg) (C(GRUB_DEFAULT), C(GRUB_CMDLINE_LINUX),
+        C(GRUB_CMDLINE_LINUX_DEFAULT)), read as update-grub sources them.
+    type: path
+    default: /etc/default
   forbidden_branches:
     description:
       - Driver branches no NVIDIA package may move to (rule C(driver_branch)); the upgrade is refused when it would
@@ -100,7 +108,7 @@ options:
     type: str
     default: ""
   boot_dir:
-    description: Where the kernels and the C(vmlinuz) link of the next boot are.
+    description: Where the kernel images (C(vmlinuz-<release>)) and their initrds are.
     type: path
     default: /boot
   proc_osrelease:
@@ -155,6 +163,13 @@ running_kernel:
 next_kernel:
   description: The kernel the next boot starts after the upgrade (O(stage=planned)) or now (O(stage=installed)).
   type: str
+  returned: always
+next_boot:
+  description:
+    - How GRUB chooses it (C(grub_boot.next_boot)) - C(release), C(cmdline) (words from C(root=) on), C(source)
+      (C(predicted) in a plan, C(grub.cfg) in the proof), C(path) and C(by) (which setting chose the entry),
+      C(reason) (a fallback's), C(predicted) (the release update-grub would boot).
+  type: dict
   returned: always
 new_kernels:
   description: Kernel releases the upgrade installs.
@@ -225,7 +240,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd, grub_boot
 
 _INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)")
 _REMV = re.compile(r"^Remv (?P<name>\S+)")
@@ -258,36 +273,32 @@ def parse_simulation(text):
     return {"install": install, "remove": remove, "kept_back": kept}
 
 
-def release_key(release):
-    """Order kernel releases by their numbers (1100 after 1032), as linux-version and GRUB's version sort do."""
-    numbers = [int(n) for n in re.findall(r"\d+", release)]
-    return numbers, release
+def next_boot(params, running, new=(), removed=(), planned=True):
+    """The next boot as GRUB computes it (``grub_boot.next_boot``): in a plan, over the kernels installed once the
+    upgrade has run (those in boot_dir and the new ones, less the images it removes); else as grub.cfg stands. The
+    running kernel where no entry boots a kernel (a plan on a host without GRUB's files keeps it)."""
+    releases = None
+    if planned:
+        installed = grub_boot.installed_kernels(params["boot_dir"])
+        releases = [r for r in set(installed) | set(new) | set([running]) if "linux-image-" + r not in removed]
+    found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], releases)
+    return found
 
 
-def vmlinuz_target(boot_dir):
-    """The release the <boot_dir>/vmlinuz link names, or None without the link."""
-    try:
-        target = os.path.basename(os.readlink(os.path.join(boot_dir, "vmlinuz")))
-    except OSError:
-        return None
-    return target[len("vmlinuz-"):] if target.startswith("vmlinuz-") else None
-
-
-def next_kernel(boot_dir, running, new_kernels=()):
-    """The kernel the next boot starts: the target of <boot_dir>/vmlinuz, else the running one; in a plan, where
-    the upgrade's kernel packages will move that link (to a new kernel newer than its target).
-
-    The one definition of the next boot's kernel; the health probe (roles/fleet_health/files/
-    sparkfleet-health-probe.py, next_boot_kernel) cannot import it (a standalone script on the host) and carries
-    the same lines, which tests/unit/roles/test_fleet_health_probe.py proves agree on the same trees.
-    What this assumes: GRUB's default entry on Ubuntu and DGX OS (GRUB_DEFAULT=0) is the first one grub-mkconfig's
-    10_linux writes, the newest /boot/vmlinuz-<release> in version order. A kernel package's postinst
-    (linux-update-symlinks) points /boot/vmlinuz at the kernel just installed, whatever its version, and a
-    removal leaves the link alone. The two agree as updates bring newer kernels, and differ when an older kernel
-    is installed after a newer one: then GRUB boots the newer one and this answer is wrong (a known limit; the
-    simulated Sparks boot the link's target)."""
-    current = vmlinuz_target(boot_dir) or running
-    return max([current] + list(new_kernels), key=release_key)
+def grub_problems(boot, running):
+    """What stops the proof of the next boot: no grub.cfg, an entry that boots no kernel, a grub.cfg stale
+    against what update-grub would write now."""
+    if boot["source"] is None:
+        return ["there is no %s: the kernel the next boot starts cannot be proven. DGX OS boots with GRUB; run "
+                "update-grub (or reinstall grub-efi-arm64) and update again" % boot["grub_cfg"]]
+    if not boot["release"]:
+        return ["the entry GRUB boots next (%s, chosen by %s) starts no kernel; fix GRUB_DEFAULT (or the grubenv's "
+                "saved_entry/next_entry) and run update-grub" % (boot["path"], boot["by"])]
+    if boot["source"] == "grub.cfg" and boot["predicted"] and boot["predicted"] != boot["release"]:
+        return ["%s boots kernel %s, but update-grub would now make it boot %s: the file is stale (update-grub did "
+                "not run after a kernel came or went, or after /etc/default/grub changed). Run update-grub, then "
+                "update again" % (boot["grub_cfg"], boot["release"], boot["predicted"])]
+    return []
 
 
 def branch_of(version):
@@ -321,14 +332,6 @@ class Host(object):
         """The installed version of package NAME, or None."""
         dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
         return dpkg.parse_dpkg_query(out)[0].get(name)
-
-    def installed_kernels(self, boot_dir):
-        """The kernel releases whose image is in boot_dir."""
-        try:
-            names = os.listdir(boot_dir)
-        except OSError:
-            return []
-        return sorted((n[len("vmlinuz-"):] for n in names if n.startswith("vmlinuz-")), key=release_key)
 
     def module_version(self, params, kernel):
         rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", "version", params["module"]])
@@ -388,21 +391,20 @@ def module_state(host, params, kernel, packages, userspace=None):
     return result
 
 
-def config_problems(host, params, kernel):
-    """The next kernel's build options known to break Sparks (rule kernel_updates), unless the boot's command line
-    turns them off: read from <boot_dir>/config-<kernel>, once the kernel is installed."""
+def config_problems(host, params, kernel, cmdline):
+    """The next kernel's build options known to break Sparks (rule kernel_updates), unless the next boot's command
+    line (CMDLINE, its words) turns them off: read from <boot_dir>/config-<kernel>, once the kernel is installed."""
     config = host.read(os.path.join(params["boot_dir"], "config-" + kernel))
     if config is None:
         return []
-    cmdline = " ".join(filter(None, (host.read(path) for path in params["cmdline_files"])))
+    words = list(cmdline or [])
     found = []
     for check in params["kernel_config_checks"]:
         line = "%s=%s" % (check["option"], check["value"])
-        word = r"(^|[\s\"'])%s($|[\s\"'])" % re.escape(check["unless_cmdline"])
-        if line in config.splitlines() and not re.search(word, cmdline, re.M):
-            found.append("the next boot's kernel %s is built with %s and the boot's command line (%s) lacks %s: %s "
-                         "(%s). Fix: %s" % (kernel, line, ", ".join(params["cmdline_files"]), check["unless_cmdline"],
-                                            check["why"], ", ".join(check["sources"]), check["fix"]))
+        if line in config.splitlines() and check["unless_cmdline"] not in words:
+            found.append("the next boot's kernel %s is built with %s and the command line it boots with (%s) lacks "
+                         "%s: %s (%s). Fix: %s" % (kernel, line, " ".join(words) or "unknown", check["unless_cmdline"],
+                                                  check["why"], ", ".join(check["sources"]), check["fix"]))
     return found
 
 
@@ -430,7 +432,7 @@ def removed_modules(host, params, packages, running):
     """Installed kernels the upgrade keeps whose NVIDIA module package it removes (``Remv``)."""
     removed = set(packages["remove"])
     found = []
-    for kernel in host.installed_kernels(params["boot_dir"]):
+    for kernel in grub_boot.installed_kernels(params["boot_dir"]):
         module = params["module_package"].format(branch=params["branch"], kernel=kernel)
         if module in removed and "linux-image-" + kernel not in removed:
             found.append({"kernel": kernel, "package": module, "running": kernel == running})
@@ -550,8 +552,9 @@ def run(module):
         packages = parse_simulation(out)
     # A kernel the upgrade installs anew (not one it re-installs at another version).
     images = [_KERNEL_IMAGE.match(item["name"]) for item in packages["install"] if item["from"] is None]
-    new = sorted((found.group("release") for found in images if found), key=release_key)
-    kernel = next_kernel(params["boot_dir"], running, new)
+    new = grub_boot.version_sort(found.group("release") for found in images if found)
+    boot = next_boot(params, running, new, packages["remove"], params["stage"] == "planned")
+    kernel = boot["release"] or running
     userspace = userspace_after(host, params, packages)
     nvidia = module_state(host, params, kernel, packages, userspace["version"])
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
@@ -562,8 +565,10 @@ def run(module):
             "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
             "install": nvidia["install"], "firmware": firmware, "userspace": userspace,
             "modules_removed": removed_modules(host, params, packages, running),
-            "_boot_problems": boot_problems(host, params, kernel) if params["stage"] == "installed" else [],
-            "_config_problems": config_problems(host, params, kernel),
+            "next_boot": boot,
+            "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel)
+                               if params["stage"] == "installed" else grub_problems(boot, running)),
+            "_config_problems": config_problems(host, params, kernel, boot["cmdline"]),
             "_firmware_problems": [firmware_problem] if firmware_problem else []}
     return judge(plan, params)
 
@@ -579,7 +584,8 @@ def main():
             userspace_version=dict(type="str", default=""),
             userspace_package=dict(type="str", default=""),
             kernel_config_checks=dict(type="list", elements="dict", default=[]),
-            cmdline_files=dict(type="list", elements="path", default=["/etc/default/grub", "/proc/cmdline"]),
+            grub_dir=dict(type="path", default=""),
+            etc_default=dict(type="path", default="/etc/default"),
             forbidden_branches=dict(type="list", elements="str", default=[]),
             known_bad_kernels=dict(type="list", elements="dict", default=[]),
             accept_kernel_reason=dict(type="str", default=""),

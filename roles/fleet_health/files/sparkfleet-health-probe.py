@@ -348,17 +348,17 @@ def driver_samples(module_version, userspace_version):
     return samples
 
 
-def next_boot_kernel(boot_dir, running):
-    """The kernel release the next boot starts: the target of <boot_dir>/vmlinuz, else the running one.
-
-    The definition of plugins/modules/os_update_plan.py (next_kernel, which says why the link: GRUB's default
-    entry is the newest installed kernel, and the kernel packages keep the link on it), repeated here because
-    this script runs alone on the host; tests/unit/roles/test_fleet_health_probe.py proves both agree."""
-    try:
-        target = os.path.basename(os.readlink(os.path.join(boot_dir, "vmlinuz")))
-    except OSError:
-        return running
-    return target[len("vmlinuz-"):] if target.startswith("vmlinuz-") else running
+def next_boot_kernel(kernel, running):
+    """The kernel release the next boot starts, as GRUB chooses it (grub.cfg's entry by next_entry, GRUB_DEFAULT or
+    saved_entry), else the running one: plugins/module_utils/grub_boot.py (next_boot), the one definition the OS
+    update proves a reboot with (os_update_plan), which the role installs beside this script (KERNEL's lib_dir)."""
+    lib_dir = kernel.get("lib_dir") or "/usr/local/lib/sparkfleet"
+    if lib_dir not in sys.path:
+        sys.path.insert(0, lib_dir)
+    import grub_boot  # pylint: disable=import-error,import-outside-toplevel
+    found = grub_boot.next_boot(kernel.get("boot_dir", "/boot"), kernel.get("grub_dir") or None,
+                                kernel.get("etc_default", "/etc/default"))
+    return found["release"] or running
 
 
 def kernel_samples(running, next_boot, module_version, kernel):
@@ -579,7 +579,7 @@ def collect(config, runner=run, http_get=http):
                 running = handle.read().strip()
         except OSError:
             running = os.uname().release
-        upcoming = next_boot_kernel(kernel.get("boot_dir", "/boot"), running)
+        upcoming = next_boot_kernel(kernel, running)
         rc, out = runner([kernel.get("modinfo", "modinfo"), "-k", upcoming, "-F", "version",
                           kernel.get("module", "nvidia")], timeout)
         version = out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None

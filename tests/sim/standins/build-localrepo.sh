@@ -11,8 +11,8 @@
 # kernels: flat apt repositories of kernel and NVIDIA module packages named and versioned like DGX OS's,
 # for the OS update (playbooks/os_update.yml). Their files live under the simulated host's recorded tree
 # (tests/fixtures/gb10, installed at $SIM, SPARKFLEET_SIM_DIR): a kernel package brings $SIM/boot/vmlinuz-<kernel> (and its
-# initrd.img-<kernel>) and moves the
-# vmlinuz link to the newest kernel, as Ubuntu's linux-update-symlinks does; a module package adds its kernel
+# initrd.img-<kernel>), moves the vmlinuz link to the newest kernel, as Ubuntu's linux-update-symlinks does, and
+# writes GRUB's menu again (the tree's bin/update-grub stand-in), as the real package's postinst runs update-grub; a module package adds its kernel
 # to the answers of the modinfo stand-in ($SIM/bin/modinfo.modules). The module packages come per kernel
 # (linux-modules-nvidia-580-open-<kernel>), with a metapackage that follows the kernel metapackage. A host whose
 # driver is the DKMS package (nvidia-dkms-580-open, as sparkfleet.gb10.nvidia_driver installs it) gets the module
@@ -141,6 +141,7 @@ set -e
 cd $SIM/boot
 newest=\$(ls vmlinuz-* 2>/dev/null | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
 if [ -n "\$newest" ]; then ln -sfn "vmlinuz-\$newest" vmlinuz; fi
+$SIM/bin/update-grub
 EOF
             chmod 0755 "$root/DEBIAN/$script"
         done

@@ -360,6 +360,21 @@ def test_an_unreadable_sweep_is_a_failed_check_not_a_crash(tmp_path, capsys):
     assert "FAILED benchmark: cannot read" in capsys.readouterr().out
 
 
+# Where the role installs grub_boot.py beside the probe (fleet_health_lib_dir): here, the collection's own file.
+LIB_DIR = os.path.join(os.path.dirname(PROBE), "..", "..", "..", "plugins", "module_utils")
+
+
+def _grub(tmp_path, releases, newest_first=True):
+    """GRUB's files as update-grub leaves them (the shape of tests/fixtures/grub/grub.cfg, shortened)."""
+    ordered = sorted(releases, key=lambda r: [int(n) for n in re.findall(r"\d+", r)], reverse=newest_first)
+    (tmp_path / "default").mkdir(exist_ok=True)
+    (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n')
+    (tmp_path / "boot" / "grub").mkdir(exist_ok=True)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text("".join(
+        "menuentry 'Ubuntu, with Linux %s' --class ubuntu {\n\tlinux\t/boot/vmlinuz-%s root=UUID=x ro quiet\n}\n"
+        % (r, r) for r in ordered))
+
+
 def _kernel_tree(tmp_path, running, next_boot):
     boot = tmp_path / "boot"
     boot.mkdir()
@@ -367,9 +382,11 @@ def _kernel_tree(tmp_path, running, next_boot):
         (boot / ("vmlinuz-" + release)).write_text("")
     if next_boot:
         os.symlink("vmlinuz-" + next_boot, str(boot / "vmlinuz"))
+        _grub(tmp_path, {running, next_boot})
     (tmp_path / "osrelease").write_text(running + "\n")
     # what the role renders into probe.json (vars/main.yml), from the rule book
     return {"boot_dir": str(boot), "modinfo": "/usr/sbin/modinfo", "proc_osrelease": str(tmp_path / "osrelease"),
+            "grub_dir": "", "etc_default": str(tmp_path / "default"), "lib_dir": LIB_DIR,
             "module": "nvidia", "branch": rulebook.setting("driver_branch"),
             "module_package": rulebook.setting("nvidia_kernel_module_package"),
             "headers_package": rulebook.setting("kernel_headers_package"),
@@ -444,38 +461,32 @@ def test_a_module_of_another_branch_is_no_gpu_either(tmp_path):
     assert "not of the 580 branch" in failures[0]
 
 
-def test_without_the_vmlinuz_link_the_next_boot_is_the_running_kernel(tmp_path):
+def test_without_grub_cfg_the_next_boot_is_the_running_kernel(tmp_path):
     config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", None)}
     runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
     samples, failures = probe.collect(config, runner=runner)
     assert calls[0][2] == "6.17.0-1014-nvidia" and failures == []
 
 
-def _tree(root, files, link):
-    boot = root / "boot"
-    boot.mkdir(parents=True)
-    for release in files:
-        (boot / ("vmlinuz-" + release)).write_text("")
-    if link:
-        os.symlink(link, str(boot / "vmlinuz"))
-    return str(boot)
-
-
-@pytest.mark.parametrize("files, link", [
-    (["6.17.0-1014-nvidia"], "vmlinuz-6.17.0-1014-nvidia"),
-    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], "vmlinuz-6.17.0-1016-nvidia"),
-    (["6.17.0-1032-nvidia", "6.17.0-1100-nvidia"], "vmlinuz-6.17.0-1100-nvidia"),
-    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], None),
-    ([], "vmlinuz-7.0.0-1019-nvidia"),  # dangling: an update made by hand, its image not written yet
-    (["6.17.0-1014-nvidia"], "/boot/vmlinuz-6.17.0-1014-nvidia"),  # an absolute link
-    (["6.17.0-1014-nvidia"], "bzImage"),  # not a kernel's link
-], ids=["one", "newer", "by-number", "no-link", "dangling", "absolute", "foreign"])
-def test_the_probe_and_the_os_update_plan_agree_on_the_next_boots_kernel(tmp_path, files, link):
-    """One definition of the next boot's kernel (os_update_plan.next_kernel); the probe, a standalone script on
-    the host, repeats it and must answer the same on the same tree."""
-    boot = _tree(tmp_path, files, link)
+@pytest.mark.parametrize("releases, newest_first, expected", [
+    (["6.17.0-1014-nvidia"], True, "6.17.0-1014-nvidia"),
+    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], True, "6.17.0-1016-nvidia"),
+    (["6.17.0-1032-nvidia", "6.17.0-1100-nvidia"], True, "6.17.0-1100-nvidia"),
+    # grub.cfg written another way (stale, or by hand): GRUB boots its first entry, whatever the versions
+    (["6.17.0-1014-nvidia", "6.17.0-1016-nvidia"], False, "6.17.0-1014-nvidia"),
+], ids=["one", "newer", "by-number", "first-entry"])
+def test_the_probe_and_the_os_update_plan_agree_on_the_next_boots_kernel(tmp_path, releases, newest_first, expected):
+    """One definition of the next boot's kernel (grub_boot.next_boot, installed beside the probe); the probe and
+    the OS update's proof answer the same on the same tree."""
+    (tmp_path / "boot").mkdir()
+    for release in releases:
+        (tmp_path / "boot" / ("vmlinuz-" + release)).write_text("")
+    _grub(tmp_path, releases, newest_first)
     running = "6.17.0-1014-nvidia"
-    assert probe.next_boot_kernel(boot, running) == os_update_plan.next_kernel(boot, running)
+    kernel = {"boot_dir": str(tmp_path / "boot"), "etc_default": str(tmp_path / "default"), "lib_dir": LIB_DIR}
+    params = {"boot_dir": kernel["boot_dir"], "grub_dir": "", "etc_default": kernel["etc_default"]}
+    assert probe.next_boot_kernel(kernel, running) == expected
+    assert os_update_plan.next_boot(params, running, planned=False)["release"] == expected
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -483,4 +494,6 @@ def test_the_probe_and_the_os_update_plan_agree_on_the_recorded_sparks(variant):
     boot = os.path.join(GB10, variant, "boot")
     with open(os.path.join(GB10, variant, "proc", "sys", "kernel", "osrelease")) as handle:
         running = handle.read().strip()
-    assert probe.next_boot_kernel(boot, running) == os_update_plan.next_kernel(boot, running)
+    kernel = {"boot_dir": boot, "etc_default": os.path.join(GB10, variant, "etc", "default"), "lib_dir": LIB_DIR}
+    params = {"boot_dir": boot, "grub_dir": "", "etc_default": kernel["etc_default"]}
+    assert probe.next_boot_kernel(kernel, running) == os_update_plan.next_boot(params, running, planned=False)["release"]

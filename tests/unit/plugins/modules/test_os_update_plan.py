@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -34,6 +35,27 @@ def fwupd_recorded(name):
     return (rc,) + tuple(texts)
 
 
+def _newest_first(releases):
+    return sorted(releases, key=lambda r: [int(n) for n in re.findall(r"\d+", r)], reverse=True)
+
+
+def grub_cfg(releases, cmdline="quiet splash", default="0"):
+    """A grub.cfg in the shape update-grub writes on Ubuntu 24.04 (tests/fixtures/grub/grub.cfg, shortened): the
+    newest kernel's entry, then the submenu with an entry per kernel, newest first."""
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    entry = ("%(indent)smenuentry '%(title)s' --class ubuntu $menuentry_id_option '%(id)s' {\n"
+             "%(indent)s\tlinux\t/boot/vmlinuz-%(r)s root=UUID=" + dev + " ro %(args)s $vt_handoff\n"
+             "%(indent)s\tinitrd\t/boot/initrd.img-%(r)s\n%(indent)s}\n")
+    ordered = _newest_first(releases)
+    text = 'if [ "${next_entry}" ] ; then\n   set default="${next_entry}"\nelse\n   set default="%s"\nfi\n' % default
+    text += entry % dict(indent="", title="Ubuntu", id="gnulinux-simple-" + dev, r=ordered[0], args=cmdline)
+    text += "submenu 'Advanced options for Ubuntu' $menuentry_id_option 'gnulinux-advanced-%s' {\n" % dev
+    for release in ordered:
+        text += entry % dict(indent="\t", title="Ubuntu, with Linux " + release,
+                             id="gnulinux-%s-advanced-%s" % (release, dev), r=release, args=cmdline)
+    return text + "}\n"
+
+
 class Host(object):
     """A stand-in for AnsibleModule: the host's kernel tree in tmp_path and the recorded answers of apt-get,
     dpkg-query and modinfo."""
@@ -52,7 +74,13 @@ class Host(object):
         self.versions = dict(versions or {})
         self.audit, self.check = audit, check
         # as the kernel packages leave it (linux-update-symlinks): the link on the newest installed kernel
-        os.symlink("vmlinuz-" + max(kernels, key=os_update_plan.release_key), str(boot / "vmlinuz"))
+        os.symlink("vmlinuz-" + _newest_first(kernels)[0], str(boot / "vmlinuz"))
+        # GRUB's files as update-grub leaves them after the kernel packages' postinst: Ubuntu's defaults, no grubenv
+        (boot / "grub").mkdir()
+        (boot / "grub" / "grub.cfg").write_text(grub_cfg(kernels))
+        (tmp_path / "default" / "grub.d").mkdir(parents=True)
+        (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n'
+                                                   'GRUB_CMDLINE_LINUX=""\n')
         # fwupdmgr's recorded answers, by subcommand; None: fwupd not installed
         self.fwupd = fwupd
         (tmp_path / "osrelease").write_text(RUNNING + "\n")
@@ -70,7 +98,7 @@ class Host(object):
                            userspace_version="580.142", userspace_package="",
                            known_bad_kernels=rulebook.setting("known_bad_kernels"),
                            kernel_config_checks=rulebook.setting("kernel_config_checks"),
-                           cmdline_files=[str(tmp_path / "grub"), str(tmp_path / "cmdline")],
+                           grub_dir="", etc_default=str(tmp_path / "default"),
                            accept_kernel_reason="", boot_dir=str(boot), proc_osrelease=str(tmp_path / "osrelease"),
                            modinfo="modinfo", module="nvidia", firmware=False, fwupdmgr="fwupdmgr")
         self.params.update(params)
@@ -137,8 +165,9 @@ def test_phasing_is_read_as_kept_back():
     # by number, not by text: 1100 after 1032
     (["6.17.0-1100-nvidia", "6.17.0-1032-nvidia"], "6.17.0-1100-nvidia"),
 ])
-def test_the_newest_kernel_boots_next(releases, newest):
-    assert max(releases, key=os_update_plan.release_key) == newest
+def test_the_newest_kernel_boots_next(tmp_path, releases, newest):
+    host = Host(tmp_path, kernels=releases, modules=dict((r, "580.142") for r in releases), stage="installed")
+    assert os_update_plan.run(host)["next_kernel"] == newest
 
 
 def test_a_phased_module_is_installable_and_installed_by_name(tmp_path):
@@ -205,15 +234,31 @@ def test_a_known_bad_kernel_accepted_with_a_reason_is_a_warning(tmp_path):
 
 
 def test_a_kernel_with_kexec_handover_on_needs_kho_off_on_the_command_line(tmp_path):
+    """kho=off counts where GRUB puts it on the next entry's command line: grub.cfg's linux line in the proof,
+    GRUB's defaults (grub.d included, comments not) in a plan. Read from /proc/cmdline (the running boot's) or from
+    a commented line, it passed a boot that would not have it."""
     kernels = (RUNNING, "7.0.0-1031-nvidia")
-    config = {"config-7.0.0-1031-nvidia": "CONFIG_KEXEC_HANDOVER=y\nCONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y\n"}
+    config = "CONFIG_KEXEC_HANDOVER=y\nCONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y\n"
     host = Host(tmp_path, kernels=kernels, modules={RUNNING: "580.142", "7.0.0-1031-nvidia": "580.142"},
-                stage="installed", files=dict(config, grub='GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n'))
-    (tmp_path / "boot" / "config-7.0.0-1031-nvidia").write_text(config["config-7.0.0-1031-nvidia"])
+                stage="installed")
+    (tmp_path / "boot" / "config-7.0.0-1031-nvidia").write_text(config)
+    # the defaults say kho=off, in a comment and in grub.d, but grub.cfg was written before: its line lacks it
+    (tmp_path / "default" / "grub").write_text('#GRUB_CMDLINE_LINUX_DEFAULT="quiet splash kho=off"\n'
+                                               'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n')
     plan = os_update_plan.run(host)
     assert plan["next_kernel"] == "7.0.0-1031-nvidia" and not plan["safe"]
-    assert "CONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y" in plan["problems"][0] and "kho=off" in plan["problems"][0]
-    (tmp_path / "grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet splash kho=off"\n')
+    assert "CONFIG_KEXEC_HANDOVER_ENABLE_DEFAULT=y" in plan["problems"][0] and "lacks kho=off" in plan["problems"][0]
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg(kernels, "quiet splash kho=off"))
+    assert os_update_plan.run(host)["safe"]
+    # a plan reads the defaults update-grub will write from: grub.d's line counts, the comment does not
+    (tmp_path / "plan").mkdir()
+    host = Host(tmp_path / "plan", kernels=kernels, modules={RUNNING: "580.142", "7.0.0-1031-nvidia": "580.142"})
+    (tmp_path / "plan" / "boot" / "config-7.0.0-1031-nvidia").write_text(config)
+    (tmp_path / "plan" / "default" / "grub").write_text('#GRUB_CMDLINE_LINUX_DEFAULT="quiet splash kho=off"\n'
+                                                        'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n')
+    assert "lacks kho=off" in os_update_plan.run(host)["problems"][0]
+    (tmp_path / "plan" / "default" / "grub.d" / "50-kho.cfg").write_text(
+        'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT kho=off"\n')
     assert os_update_plan.run(host)["safe"]
 
 
@@ -281,17 +326,59 @@ def test_a_module_of_another_branch_is_refused(tmp_path):
     assert not plan["safe"] and "not the user-space driver's 580.* of branch 580" in plan["problems"][0]
 
 
-def test_the_next_boot_is_the_link_and_in_a_plan_where_the_upgrade_moves_it(tmp_path):
-    """The vmlinuz link, as the kernel packages keep it (on the newest installed kernel); in a plan, moved to a
-    new kernel newer than its target, as the new kernel's postinst will; without the link, the running kernel."""
-    boot = tmp_path / "boot"
-    boot.mkdir()
-    assert os_update_plan.next_kernel(str(boot), RUNNING) == RUNNING
-    os.symlink("vmlinuz-6.17.0-1016-nvidia", str(boot / "vmlinuz"))
-    assert os_update_plan.next_kernel(str(boot), RUNNING) == "6.17.0-1016-nvidia"
-    assert os_update_plan.next_kernel(str(boot), RUNNING, ["6.17.0-1100-nvidia"]) == "6.17.0-1100-nvidia"
-    # an older kernel installed later does not move the link
-    assert os_update_plan.next_kernel(str(boot), RUNNING, ["6.17.0-1015-nvidia"]) == "6.17.0-1016-nvidia"
+def test_the_next_boot_is_grubs_choice_not_the_vmlinuz_link(tmp_path):
+    """An older kernel installed after a newer one (the community's way back from 7.0.0-1019) moves the vmlinuz
+    link to it, while GRUB boots the newest: the proof must judge the one GRUB boots."""
+    newer = "6.17.0-1016-nvidia"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142"}, stage="installed")
+    os.unlink(str(tmp_path / "boot" / "vmlinuz"))
+    os.symlink("vmlinuz-" + RUNNING, str(tmp_path / "boot" / "vmlinuz"))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == newer and plan["next_boot"]["source"] == "grub.cfg"
+    assert not plan["safe"] and "the next boot's kernel %s has no NVIDIA module" % newer in plan["problems"][0]
+
+
+def test_a_one_shot_or_saved_entry_is_the_next_boot(tmp_path):
+    """grub-reboot's next_entry wins over GRUB_DEFAULT; GRUB_DEFAULT=saved boots the grubenv's saved_entry."""
+    older = "6.17.0-1012-nvidia"
+    host = Host(tmp_path, kernels=(older, RUNNING), modules={older: "580.142", RUNNING: "580.142"}, stage="installed")
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    env = "# GRUB Environment Block\nnext_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, older, dev)
+    (tmp_path / "boot" / "grub" / "grubenv").write_text(env + "#" * (1024 - len(env)))
+    assert os_update_plan.run(host)["next_kernel"] == older
+    env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, older, dev)
+    (tmp_path / "boot" / "grub" / "grubenv").write_text(env + "#" * (1024 - len(env)))
+    assert os_update_plan.run(host)["next_kernel"] == RUNNING
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((older, RUNNING), default="${saved_entry}"))
+    (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n')
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == older and plan["next_boot"]["by"] == "saved_entry", plan["next_boot"]
+
+
+def test_a_stale_or_missing_grub_cfg_is_refused_before_a_reboot(tmp_path):
+    newer = "6.17.0-1016-nvidia"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"},
+                stage="installed")
+    assert os_update_plan.run(host)["safe"]
+    # update-grub did not run after the new kernel came: grub.cfg still boots the running one
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((RUNNING,)))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == RUNNING and not plan["safe"]
+    assert "boots kernel %s, but update-grub would now make it boot %s" % (RUNNING, newer) in plan["problems"][0]
+    os.unlink(str(tmp_path / "boot" / "grub" / "grub.cfg"))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "cannot be proven" in plan["problems"][0]
+
+
+def test_a_plan_boots_the_newest_kernel_left_after_the_upgrade(tmp_path):
+    """In a plan, GRUB's next menu holds the kernels in /boot plus the new ones, less those the upgrade removes."""
+    newer = "6.17.0-1016-nvidia"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"})
+    host.simulation = ("Remv linux-image-%s [6.17.0-1016.16]\nRemv linux-modules-nvidia-580-open-%s [x]\n"
+                       % (newer, newer))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == RUNNING and plan["next_boot"]["source"] == "predicted"
+    assert plan["modules_removed"] == []  # the kernel goes with its module
 
 
 def _fwupd(refresh="refresh", updates="get-updates-offer"):
