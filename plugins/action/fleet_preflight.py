@@ -6,13 +6,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, redaction
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.nccl_env import nccl_env
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_args import check_entry
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
@@ -32,30 +30,12 @@ def _plain_vars(host_vars):
     return plain
 
 
-def plain_data(value):
-    """``value`` as plain dicts, lists, strings and numbers. The plan is built from inventory values, which
-    ansible-core 2.19 carries as tagged types (a string with the file and line it came from). A persistent fact
-    cache (jsonfile, ansible-runner's default) stores each tag with its string and decodes them all again on every
-    read of the host's variables: with the plan's tags, a no-op rerun of site.yml with that cache took 99 s, without
-    them 59-61 s (68 s with the memory cache at the time), most of the difference spent decoding tags."""
-    if isinstance(value, Mapping):
-        return dict((plain_data(key), plain_data(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return [plain_data(item) for item in value]
-    if isinstance(value, bool):
-        return bool(value)
-    for kind in (str, int, float):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
-
-
 def fleet_checks(roles_dir=ROLES_DIR):
     """The collection's filters and rule book values the deeper checks use (also what the unit tests use)."""
     roles_dir = os.path.normpath(roles_dir)
     return {
         "entry_check": check_entry,
-        "gpu_memory_utilization": lambda gb10, services, host: gpu_memory_utilization(gb10, services, host=host),
+        "gpu_memory_utilization": fleet_plan.split_memory,
         "nccl_env": lambda gb10, fabric, host: nccl_env(gb10, fabric, host=host),
         "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
         "ray_defaults": dict((role, fleet_plan.default_ray_ports(role, roles_dir)) for role in ("ray_head", "ray_worker")),
@@ -69,7 +49,7 @@ def fleet_checks(roles_dir=ROLES_DIR):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("hosts", "fleet_hosts", "plan_only"))
+    _VALID_ARGS = frozenset(("hosts", "fleet_hosts"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -79,15 +59,14 @@ class ActionModule(ActionBase):
         hosts = list(self._task.args.get("hosts") or [])
         hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
         all_hostvars = task_vars["hostvars"]
-        if self._task.args.get("plan_only"):
-            return self._plan_only(result, hosts, all_hostvars, task_vars)
         role_specs = fp.load_role_specs(os.path.normpath(ROLES_DIR))
         fleet = dict((host, _plain_vars(all_hostvars[host])) for host in hosts)
         checks = fleet_checks()
         # The inventory's groups: a host of group ray_head outside group sparks is named as the cluster's missing head.
-        checks["groups"] = plain_data(dict((name, list(members)) for name, members in (task_vars.get("groups") or {}).items()))
+        groups = (task_vars.get("groups") or {}).items()
+        checks["groups"] = fleet_plan.plain_data(dict((name, list(members)) for name, members in groups))
         plan, findings = fp.judge_fleet(fleet, role_specs, checks)
-        plan = None if plan is None else plain_data(plan)
+        plan = None if plan is None else fleet_plan.plain_data(plan)
         result["plan"] = plan
         if plan is not None:
             # The fleet plan on every host of the play (run_once hands a result's facts to all of them), for the
@@ -107,23 +86,4 @@ class ActionModule(ActionBase):
                 len(findings), "\n".join("- %s" % f for f in findings))
         else:
             result["msg"] = "Preflight: %d host(s) checked, no problems" % len(hosts)
-        return result
-
-    def _plan_only(self, result, hosts, all_hostvars, task_vars):
-        """The fleet plan every reader needs (role sparkfleet.gb10.plan), for the host this task runs for: the
-        one stored this run where it holds one covering the fleet (preflight's, with its memory arithmetic), else
-        built here from the hosts' variables with the plan's own function, for a role run without preflight."""
-        stored = (task_vars.get("ansible_facts") or {}).get("sparkfleet_plan")
-        if fleet_plan.covers(stored, hosts):
-            result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on this host")
-            return result
-        try:
-            plan = plain_data(fleet_plan.build(dict(
-                (host, plain_data(fleet_plan.plan_inputs(all_hostvars[host]))) for host in hosts)))
-        except (fleet_plan.PlanError, KeyError) as exc:
-            result.update(failed=True, changed=False, msg=("The fleet cannot be planned: %s (playbooks/preflight.yml "
-                                                           "names the variable and the fix)" % exc))
-            return result
-        result.update(changed=False, plan=plan, ansible_facts={"sparkfleet_plan": plan},
-                      msg="Planned %d host(s) (no stored plan: a role run without preflight)" % len(hosts))
         return result

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
 
 
 def model_store_plan(fleet_plan, addresses, store_dir, require_pinned=True, have_token=False):
     hosts = fleet_plan.get("hosts") if isinstance(fleet_plan, dict) else None
     if not isinstance(hosts, dict) or not isinstance(addresses, dict):
-        raise AnsibleFilterError("model_store_plan: input must be the fleet plan (filter sparkfleet.gb10.fleet_plan) "
+        raise AnsibleFilterError("model_store_plan: input must be the fleet plan (the fact sparkfleet_plan) "
                                  "and addresses {host: fabric address}, got %r, %r" % (fleet_plan, addresses))
     problems = []
     holders = {}
@@ -20,7 +21,7 @@ def model_store_plan(fleet_plan, addresses, store_dir, require_pinned=True, have
     # (--limit) neither fetches nor receives in this run.
     for host in addresses:
         mine = []
-        for place in (hosts.get(host) or {}).get("models") or []:
+        for place in fp.store_of(hosts.get(host) or {}):
             entry = place["model"]
             if entry.get("source") is None:
                 continue

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import gpu_memory_utilization
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS)
 
@@ -48,13 +50,22 @@ DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
 DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
 DEFAULT_CLUSTER = "default"
 # The shape of a stored plan; raised when readers take something new from it (2: services' call_address;
-# 3: node_addresses, where a head asks its members to drop their page cache).
-PLAN_FORMAT = 3
+# 3: node_addresses, where a head asks its members to drop their page cache; 4: memory on every plan, store).
+PLAN_FORMAT = 4
 RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
 class PlanError(ValueError):
     """The inventory cannot be planned (preflight names the mistake with its fix)."""
+
+
+class MemoryPlanError(PlanError):
+    """The entries of one or more hosts do not fit their memory: ``problems`` is ``[(host, [entry names],
+    message)]``, one per such host (preflight names the host's model variable and the fix)."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super(MemoryPlanError, self).__init__("; ".join(message for dummy, dummy, message in self.problems))
 
 
 def load_role_default(role, name, roles_dir=ROLES_DIR):
@@ -346,12 +357,19 @@ def named_ray_head(fleet, host, roles_dir=ROLES_DIR):
     }
 
 
+def store_of(view):
+    """The placements whose weights the model store keeps on a host, from its part of the plan: the host's own
+    ``model_store_models`` where it sets one (``store``), else the entries it is a node of (``models``)."""
+    return list(view["store"] if "store" in view else view.get("models") or [])
+
+
 def host_view(plan, host, unit_prefix=None, vllm_bin=None):
     """What one host does in the fleet plan, the one view every role and playbook reads
     (filter ``sparkfleet.gb10.fleet_host``):
 
-    ``{name, fabric_address, models, services, endpoints, ray_role, ray}``: the entries it is a node of
-    (``models``), the vLLM units it runs (``services``, with ``unit_prefix``'s unit names and ``vllm_bin`` in
+    ``{name, fabric_address, models, store, services, endpoints, ray_role, ray}``: the entries it is a node of
+    (``models``), those whose weights the model store keeps on it (``store``: ``models``, or the placements of the
+    host's ``model_store_models`` where it sets one), the vLLM units it runs (``services``, with ``unit_prefix``'s unit names and ``vllm_bin`` in
     their ``cluster`` where given), those of them that serve the API (``endpoints``), its Ray role
     (``ray_head``, ``ray_worker`` or None) and its Ray cluster (``ray``: ``members``, ``head``, ``workers``,
     ``gcs_port``, ``dashboard_port``, ``address``; ``{}`` for a host in none).
@@ -372,6 +390,7 @@ def host_view(plan, host, unit_prefix=None, vllm_bin=None):
         "name": host,
         "fabric_address": mine.get("fabric_address"),
         "models": list(mine.get("models") or []),
+        "store": store_of(mine),
         "services": own,
         "endpoints": [s for s in own if s["serves_api"]],
         "ray_role": mine.get("ray_role"),
@@ -397,16 +416,22 @@ def fleet_address_of(fleet):
     return address_of
 
 
-def build(fleet, roles_dir=ROLES_DIR):
-    """The plan of ``{host: hostvars}``:
+def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
+    """The plan of ``{host: hostvars}`` (each host's ``plan_inputs``):
 
-    ``{"format": PLAN_FORMAT, "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address}},
+    ``{"format": PLAN_FORMAT, "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address, memory,
+       store (where the host sets model_store_models: the placements of that list)}},
        "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
        "ray": {cluster: {members, head, workers, gcs_port, dashboard_port, address}}}``.
 
+    The one builder of the plan, whoever asks (preflight, a role run on its own): each host's memory arithmetic
+    (``plan_memory``) is part of it wherever the host's facts were gathered, so a model entry runs with the same
+    ``gpu_memory_utilization`` under site.yml and under its role alone.
+
     Raises PlanError for an inventory that cannot be planned: an entry that is not a mapping, nodes
     that are not inventory hosts, a multi-node model whose members do not all carry it, a Ray cluster
-    without exactly one head. Preflight reports those (and more) with their fixes first.
+    without exactly one head; MemoryPlanError for entries that do not fit their host's memory. Preflight reports
+    those (and more) with their fixes first.
     """
     address_of = fleet_address_of(fleet)
     plan = {"format": PLAN_FORMAT, "hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir)}
@@ -434,6 +459,9 @@ def build(fleet, roles_dir=ROLES_DIR):
         named = named_ray_head(fleet, host, roles_dir) if role is None else None
         if named:
             plan["hosts"][host]["ray_head"] = named
+        if STORE_INPUT in host_vars:
+            # The model store's own list, where the host sets one: the entries whose weights it holds instead.
+            plan["hosts"][host]["store"] = placements(host, host_vars[STORE_INPUT] or [], executor, address_of)
     for host in sorted(fleet):
         for service in plan["hosts"][host]["services"]:
             if service["rank"] != 0 or service["nnodes"] < 2:
@@ -450,20 +478,95 @@ def build(fleet, roles_dir=ROLES_DIR):
                         service["name"], ", ".join(service["nodes"])))
             plan["models"].append(dict((k, service[k]) for k in (
                 "name", "nodes", "head", "executor", "master_addr", "master_port", "port")))
+    problems = plan_memory(plan, fleet, memory_split or split_memory)
+    if problems:
+        raise MemoryPlanError(problems)
     return plan
 
 
+# The keys that size a model entry's KV cache; with weights_gib or params_b, what the memory arithmetic needs.
+SIZING_KEYS = ("num_layers", "num_kv_heads", "head_dim", "max_model_len")
+
+
+def sized(entry):
+    """Whether the memory arithmetic can size ``entry``: its weights (weights_gib or params_b) and its KV cache."""
+    return bool((entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS))
+
+
+def split_memory(gb10, entries, host):
+    """The memory arithmetic of the entries one host holds, from its gb10 facts (``gpu_memory_utilization``)."""
+    return gpu_memory_utilization(gb10, entries, host=host)
+
+
+def plan_memory(plan, fleet, memory_split=split_memory):
+    """Adds each planned host's memory arithmetic to ``plan`` (``hosts[host].memory``): ``memory_split`` (the
+    gpu_memory_utilization split) of the entries the host holds, from its facts (``plan_inputs``' ``gb10``). None
+    where the facts were not gathered (a host outside --limit), the host holds nothing, or an entry is not sized
+    (preflight then checks the sum of the utilizations against the ceiling instead). Where there is an
+    arithmetic, each of the host's services without a ``gpu_memory_utilization`` of its own is given the share
+    it computed (``plan_utilization``), so the units run with what was checked: two models on one Spark
+    share the budget instead of each taking the rule book's default. Returns ``[(host, [entry names], message)]``
+    of the hosts whose entries do not fit."""
+    problems = []
+    for host, view in sorted(plan["hosts"].items()):
+        gb10 = (fleet.get(host) or {}).get("gb10") or {}
+        entries = [model["entry"] for model in view["models"]]
+        view["memory"] = None
+        if gb10.get("memory") and entries and all(sized(entry) for entry in entries):
+            try:
+                view["memory"] = memory_split(gb10, entries, host)
+            except Exception as exc:  # pylint: disable=broad-except
+                problems.append((host, [entry.get("name") for entry in entries], str(exc)))
+        plan_utilization(view)
+    return problems
+
+
+def plan_utilization(view):
+    """Gives each entry of one host's plan view (its ``models`` and ``services``) the utilization its memory
+    arithmetic (``view["memory"]``) computed, where the entry has none of its own; nothing without one."""
+    shares = dict((name, item["utilization"]) for name, item in ((view.get("memory") or {}).get("services") or {}).items()
+                  if not item.get("explicit"))
+    for item in list(view.get("models") or []) + list(view.get("services") or []):
+        entry = item.get("entry") or {}
+        if entry.get("gpu_memory_utilization") is None and entry.get("name") in shares:
+            item["entry"] = dict(entry, gpu_memory_utilization=shares[entry["name"]])
+
+
+def plain_data(value):
+    """``value`` as plain dicts, lists, strings and numbers. The plan is built from inventory values, which
+    ansible-core 2.19 carries as tagged types (a string with the file and line it came from). A persistent fact
+    cache (jsonfile, ansible-runner's default) stores each tag with its string and decodes them all again on every
+    read of the host's variables: with the plan's tags, a no-op rerun of site.yml with that cache took 99 s, without
+    them 59-61 s (68 s with the memory cache at the time), most of the difference spent decoding tags."""
+    if isinstance(value, Mapping):
+        return dict((plain_data(key), plain_data(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain_data(item) for item in value]
+    if isinstance(value, bool):
+        return bool(value)
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+# The model store's own list of entries (role model_store): where a host sets it, the plan's ``store`` of the host.
+STORE_INPUT = "model_store_models"
 # The variables of a host the plan reads (a filter copies only these out of hostvars).
 PLAN_INPUTS = ("group_names", "sparkfleet_models", "vllm_service_models", "sparkfleet_cluster", "sparkfleet_executor",
                "sparkfleet_fabric_address", "vllm_service_node_ip", "ray_head_ports", "ray_worker_ports",
-               "vllm_service_unit_prefix", "sparkfleet_ray_head_host", "vllm_service_executor")
+               "vllm_service_unit_prefix", "sparkfleet_ray_head_host", "vllm_service_executor", STORE_INPUT)
 
 
 def plan_inputs(host_vars, models_var=None):
-    """The plan's inputs out of one host's variables (a mapping such as Ansible's hostvars[host]).
+    """The plan's inputs out of one host's variables (a mapping such as Ansible's hostvars[host]), with the host's
+    gb10 facts (``gb10``, where they were gathered) for the memory arithmetic.
     ``models_var``: a role's own list of entries (``model_store_models``) that, where the host sets it,
     stands for the entries vllm_service serves."""
     inputs = dict((name, host_vars[name]) for name in PLAN_INPUTS if name in host_vars)
+    facts = host_vars.get("ansible_facts") if "ansible_facts" in host_vars else None
+    if hasattr(facts, "get") and facts.get("gb10"):
+        inputs["gb10"] = facts["gb10"]
     if models_var and models_var in host_vars:
         inputs["vllm_service_models"] = host_vars[models_var]
     return inputs

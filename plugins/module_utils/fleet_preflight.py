@@ -898,11 +898,7 @@ def check_torch(fleet):
     return findings
 
 
-SIZING_KEYS = ("num_layers", "num_kv_heads", "head_dim", "max_model_len")
-
-
-def _sized(entry):
-    return (entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS)
+_sized = fleet_plan.sized
 
 
 WEIGHTS_GIB_FIX = ("check weights_gib: the size of the checkpoint's weight files for the whole model in GiB (2^30 "
@@ -1321,46 +1317,9 @@ def judge_fleet(fleet, role_specs, checks=None):
     if findings:
         return None, redact_findings(findings, secrets)
     # What preflight accepts is what the roles will do: they read this same plan.
-    plan, findings = build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet))
-    if plan is not None:
-        findings = plan_memory(plan, fleet, checks["gpu_memory_utilization"])
+    plan, findings = build_plan(dict((host, fleet_plan.plan_inputs(fleet[host])) for host in fleet),
+                                memory_split=checks["gpu_memory_utilization"])
     return (None if findings else plan), redact_findings(findings, secrets)
-
-
-def plan_memory(plan, fleet, memory_split):
-    """Adds each planned host's memory arithmetic to ``plan`` (``hosts[host].memory``): ``memory_split`` (the
-    gpu_memory_utilization filter) of the entries the host holds, from its facts in ``fleet``. None where the
-    facts were not gathered (a host outside --limit), the host holds nothing, or an entry is not sized
-    (preflight then checks the sum of the utilizations against the ceiling instead). Where there is an
-    arithmetic, each of the host's services without a ``gpu_memory_utilization`` of its own is given the share
-    it computed (``plan_utilization``), so the units run with what was checked: two models on one Spark
-    share the budget instead of each taking the rule book's default. Returns the findings of the hosts whose
-    entries do not fit (check_models names them first; this is the same arithmetic)."""
-    findings = []
-    for host, view in sorted(plan["hosts"].items()):
-        gb10 = ((fleet.get(host) or {}).get("ansible_facts") or {}).get("gb10") or {}
-        entries = [model["entry"] for model in view["models"]]
-        view["memory"] = None
-        if gb10.get("memory") and entries and all(_sized(entry) for entry in entries):
-            try:
-                view["memory"] = memory_split(gb10, entries, host)
-            except Exception as exc:  # pylint: disable=broad-except
-                findings.append(Finding(host, _models_var(fleet.get(host) or {}), [e.get("name") for e in entries],
-                                        str(exc), "serve fewer or smaller models on this host, shorten max_model_len, "
-                                        "or quantize"))
-        plan_utilization(view)
-    return findings
-
-
-def plan_utilization(view):
-    """Gives each entry of one host's plan view (its ``models`` and ``services``) the utilization its memory
-    arithmetic (``view["memory"]``) computed, where the entry has none of its own; nothing without one."""
-    shares = dict((name, item["utilization"]) for name, item in ((view.get("memory") or {}).get("services") or {}).items()
-                  if not item.get("explicit"))
-    for item in list(view.get("models") or []) + list(view.get("services") or []):
-        entry = item.get("entry") or {}
-        if entry.get("gpu_memory_utilization") is None and entry.get("name") in shares:
-            item["entry"] = dict(entry, gpu_memory_utilization=shares[entry["name"]])
 
 
 def check_plan(fleet, roles_dir=None):
@@ -1369,11 +1328,18 @@ def check_plan(fleet, roles_dir=None):
     return build_plan(fleet, roles_dir)[1]
 
 
-def build_plan(fleet, roles_dir=None):
-    """``(plan, findings)``: the plan of ``{host: hostvars}`` that preflight stores for the rest of the run; None
-    (and the finding that says why) when it cannot be built."""
+def build_plan(fleet, roles_dir=None, memory_split=None):
+    """``(plan, findings)``: the plan of ``{host: plan_inputs}`` that preflight stores for the rest of the run, with
+    its memory arithmetic (``fleet_plan.build``); None (and the findings that say why) when it cannot be built.
+    Entries that do not fit a host are named by the host's model variable (check_models names them first; this
+    is the same arithmetic)."""
+    options = dict((k, v) for k, v in (("roles_dir", roles_dir), ("memory_split", memory_split)) if v)
     try:
-        return fleet_plan.build(fleet, **({"roles_dir": roles_dir} if roles_dir else {})), []
+        return fleet_plan.build(fleet, **options), []
+    except fleet_plan.MemoryPlanError as exc:
+        return None, [Finding(host, _models_var(fleet.get(host) or {}), names, message,
+                              "serve fewer or smaller models on this host, shorten max_model_len, or quantize")
+                      for host, names, message in exc.problems]
     except fleet_plan.PlanError as exc:
         return None, [Finding("fleet", "fleet plan", None, str(exc),
                               "fix the layout named; preflight's other checks should have named it too "

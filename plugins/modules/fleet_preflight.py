@@ -33,14 +33,6 @@ options:
     type: list
     elements: str
     default: []
-  plan_only:
-    description:
-      - Only make sure the fleet plan is stored (what the role C(sparkfleet.gb10.plan) does before every role that
-        reads it) - the plan of this run where every host of O(hosts) holds one that covers the fleet, else the plan
-        built from the hosts' variables with the same function as preflight's, without preflight's checks.
-      - Fails with the reason when the inventory cannot be planned.
-    type: bool
-    default: false
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.

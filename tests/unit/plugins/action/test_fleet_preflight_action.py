@@ -12,7 +12,7 @@ import subprocess
 from ansible.module_utils._internal._datatag import AnsibleTagHelper
 from ansible._internal._datatag._tags import Origin
 
-from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import plain_data
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_plan import plain_data
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 INVENTORY = os.path.join(REPO, "tests", "preflight", "valid", "two_ray_clusters", "hosts.yml")
@@ -95,8 +95,7 @@ PLAN_ONLY_PLAY = LOCAL_PLAY + """  roles:
         __first: "{{ ansible_facts.sparkfleet_plan | default(none) }}"
 
     - name: Plan again (a second role of the run that reads the plan)
-      sparkfleet.gb10.fleet_preflight:
-        plan_only: true
+      sparkfleet.gb10.stored_plan:
         hosts: "{{ ansible_play_hosts_all }}"
         fleet_hosts: "{{ groups['sparks'] }}"
       register: __again

@@ -163,8 +163,8 @@ def test_plan_of_each_valid_inventory(source):
     assert pre.check_plan(fleet) == []
     judged, findings = pre.judge_fleet(fleet, ROLE_SPECS, CHECKS)
     assert findings == []
-    # Plus each host's memory arithmetic, null here: the inventory alone has no facts.
-    assert [view.pop("memory") for view in judged["hosts"].values()] == [None] * len(plan["hosts"])
+    # Each host's memory arithmetic is part of the one plan: null here, the inventory alone has no facts.
+    assert [view["memory"] for view in judged["hosts"].values()] == [None] * len(plan["hosts"])
     assert judged == plan
 
 
@@ -215,6 +215,12 @@ def test_a_role_s_own_models_variable_stands_for_the_served_list():
     assert [m["name"] for m in plan["hosts"]["b"]["models"]] == ["served"]
     plan = plan_filter.fleet_plan(hostvars, ["a", "b"])
     assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["served"]
+    # The run's one plan carries the store's own list as the host's store; the services stay the served ones.
+    plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in hostvars.items()))
+    assert [m["name"] for m in plan["hosts"]["a"]["models"]] == ["served"]
+    assert [m["name"] for m in host_filter.fleet_host("a", plan)["store"]] == ["stored"]
+    assert [m["name"] for m in host_filter.fleet_host("b", plan)["store"]] == ["served"]
+    assert "store" not in plan["hosts"]["b"]
     # A host that is not in hostvars is named by the planning.
     with pytest.raises(AnsibleFilterError, match="fleet_plan: .*nowhere"):
         plan_filter.fleet_plan(hostvars, ["a", "nowhere"], models_var="model_store_models")
@@ -404,21 +410,24 @@ def test_preflight_adds_each_host_s_memory_arithmetic_to_the_plan():
         calls.append((host, [e["name"] for e in entries]))
         return {"host": host}
 
-    plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
-    assert pre.plan_memory(plan, fleet, memory_split) == []
+    inputs = dict((h, fp.plan_inputs(v)) for h, v in fleet.items())
+    plan = fp.build(inputs, memory_split=memory_split)
     assert sorted(calls) == [("a", ["big"]), ("b", ["big", "small"])]
     assert [plan["hosts"][h]["memory"] for h in "abcd"] == [{"host": "a"}, {"host": "b"}, None, None]
     assert all("nodes" not in e and "executor" not in e for dummy, entries in calls for e in entries)
-    # With the real filter: what the demo report shows.
-    real = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
-    assert pre.plan_memory(real, fleet, CHECKS["gpu_memory_utilization"]) == []
+    # With the real split (the plan's default): what the demo report shows.
+    real = fp.build(inputs)
     assert sorted(real["hosts"]["b"]["memory"]["services"]) == ["big", "small"]
 
-    # Entries that do not fit are a finding naming the host and its models, not an error of the run.
+    # Entries that do not fit: the plan cannot be built, and preflight names the host and its models.
     def too_big(gb10, entries, host):
         raise ValueError("host %s: the models need more than MemTotal" % host)
 
-    found = pre.plan_memory(fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items())), fleet, too_big)
+    with pytest.raises(fp.MemoryPlanError) as raised:
+        fp.build(inputs, memory_split=too_big)
+    assert [(host, names) for host, names, dummy in raised.value.problems] == [("a", ["big"]), ("b", ["big", "small"])]
+    plan, found = pre.build_plan(inputs, memory_split=too_big)
+    assert plan is None
     assert [(f.host, f.variable, f.value) for f in found] == [("a", "sparkfleet_models", ["big"]),
                                                               ("b", "sparkfleet_models", ["big", "small"])]
 
@@ -436,7 +445,6 @@ def test_two_models_on_one_spark_run_with_the_shares_preflight_computed():
               dict(sized, name="fixed", port=8002, gpu_memory_utilization=0.2)]
     fleet = {"a": {"ansible_facts": {"gb10": gb10}, "sparkfleet_models": models}}
     plan = fp.build(dict((h, fp.plan_inputs(v)) for h, v in fleet.items()))
-    assert pre.plan_memory(plan, fleet, CHECKS["gpu_memory_utilization"]) == []
     services = host_filter.fleet_host("a", plan)["services"]
     argv = dict((s["name"], check_entry(s["entry"], gb10, s["cluster"])[0]) for s in services)
     used = dict((name, float(args[args.index("--gpu-memory-utilization") + 1])) for name, args in argv.items())

@@ -281,6 +281,16 @@ def test_plan_filter_fetches_with_the_first_holder_in_the_order_of_the_addresses
     assert jobs["s2"][0]["role"] == "fetch" and jobs["s1"][0]["fetcher"] == "s2"
 
 
+def test_a_host_s_own_store_list_is_what_it_holds():
+    """model_store_models on a host (the plan's store of it) stands for the entries it serves, in the run's one plan."""
+    inputs = {"s1": {"sparkfleet_models": [ENTRY], "sparkfleet_fabric_address": "10.0.0.1",
+                     "model_store_models": [dict(ENTRY, name="kept")]},
+              "s2": {"sparkfleet_models": [ENTRY], "sparkfleet_fabric_address": "10.0.0.2", "model_store_models": []}}
+    jobs = model_store_plan(fleet_plan.build(inputs), {"s1": "10.0.0.1", "s2": "10.0.0.2"}, "/m")
+    assert [(job["name"], job["role"]) for job in jobs["s1"]] == [("kept", "fetch")]
+    assert jobs.get("s2", []) == []
+
+
 def test_plan_filter_wants_the_fleet_plan():
     with pytest.raises(AnsibleFilterError, match="must be the fleet plan"):
         model_store_plan({"s1": {"models": [ENTRY], "address": "10.0.0.1"}}, {"s1": "10.0.0.1"}, "/m")
