@@ -172,6 +172,17 @@ def _sh_param(text, i):
     return ("var", match.group(0), "", ""), match.end()
 
 
+def _sh_expansion(text, i, quoted):
+    """The segment of the ``$...`` or the backquoted command at TEXT[i] (a lone ``$`` is itself), and where it
+    ends."""
+    if text[i] == "$":
+        segment, end = _sh_param(text, i)
+        return segment or ("lit", "$", quoted), end
+    j = text.find("`", i + 1)
+    j = len(text) if j < 0 else j
+    return ("cmd", text[i:j + 1]), j + 1
+
+
 def _sh_commands(text):
     """Split POSIX shell TEXT into simple commands: lists of words, each word a list of segments ``("lit", text,
     quoted)``, ``("var", ...)`` or ``("cmd", raw)``. Enough of the shell for /etc/default/grub: quotes, backslashes,
@@ -225,26 +236,16 @@ def _sh_commands(text):
                     if text[i + 1] != "\n":
                         add(("lit", text[i + 1], True))
                     i += 2
-                elif d == "$":
-                    segment, i = _sh_param(text, i)
-                    add(segment or ("lit", "$", True))
-                elif d == "`":
-                    j = text.find("`", i + 1)
-                    j = n if j < 0 else j
-                    add(("cmd", text[i:j + 1]))
-                    i = j + 1
+                elif d in "$`":
+                    segment, i = _sh_expansion(text, i, True)
+                    add(segment)
                 else:
                     add(("lit", d, True))
                     i += 1
             i += 1
-        elif c == "$":
-            segment, i = _sh_param(text, i)
-            add(segment or ("lit", "$", False))
-        elif c == "`":
-            j = text.find("`", i + 1)
-            j = n if j < 0 else j
-            add(("cmd", text[i:j + 1]))
-            i = j + 1
+        elif c in "$`":
+            segment, i = _sh_expansion(text, i, False)
+            add(segment)
         else:
             add(("lit", c, False))
             i += 1
