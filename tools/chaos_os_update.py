@@ -5,7 +5,8 @@ tiny-b), one host at a time, while a bounded load generator on the other host se
 The update is the stand-ins' (tests/sim/standins/build-localrepo.sh DIR kernels): kernel 6.17.0-1016-nvidia, whose NVIDIA module
 the upgrade leaves out (its metapackage did not move), installable by name. Each host's apt reads only the stand-in
 repositories during the fault (its Debian sources are set aside, the driver stand-in's stays, pinned and held). A
-reboot is ``docker restart`` (tests/sim/tasks/reboot.yml); at boot the kernel stand-in makes the vmlinuz link's kernel
+reboot is ``docker restart`` (tests/sim/tasks/reboot.yml); at boot the kernel stand-in makes the kernel of GRUB's
+default entry
 the running one, and the fabric port is named as udev names a Spark's.
 
 Passes when, for each host in turn: the playbook succeeds (its own gates: the proven kernel booted with the module

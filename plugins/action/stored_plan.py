@@ -16,19 +16,20 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         """The fleet plan every reader needs, for the host this task runs for: the one stored this run where it
-        covers the fleet (preflight's), else built here from the hosts' variables and facts with the plan's one
-        function (``fleet_plan.build``, memory arithmetic included), for a role run without preflight."""
+        covers the fleet and was built from the variables the hosts have now (preflight's), else built here from
+        the hosts' variables and facts with the plan's one function (``fleet_plan.build``, memory arithmetic
+        included), for a role run without preflight."""
         result = super(ActionModule, self).run(tmp, task_vars)
         hosts = list(self._task.args.get("hosts") or [])
         hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
         stored = (task_vars.get("ansible_facts") or {}).get("sparkfleet_plan")
-        if fleet_plan.covers(stored, hosts):
-            result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on this host")
-            return result
         all_hostvars = task_vars["hostvars"]
         try:
-            plan = fleet_plan.plain_data(fleet_plan.build(dict(
-                (host, fleet_plan.plain_data(fleet_plan.plan_inputs(all_hostvars[host]))) for host in hosts)))
+            inputs = dict((host, fleet_plan.plain_data(fleet_plan.plan_inputs(all_hostvars[host]))) for host in hosts)
+            if fleet_plan.covers(stored, hosts, fleet_plan.inputs_digest(inputs)):
+                result.update(changed=False, plan=None, msg="The fleet plan of this run is stored on this host")
+                return result
+            plan = fleet_plan.plain_data(fleet_plan.build(inputs))
         except (fleet_plan.PlanError, KeyError) as exc:
             result.update(failed=True, changed=False, msg=("The fleet cannot be planned: %s (playbooks/preflight.yml "
                                                            "names the variable and the fix)" % exc))

@@ -29,6 +29,8 @@ Pure Python, unit tested on every example inventory (``tests/unit/plugins/module
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 
@@ -270,10 +272,21 @@ def stored_services(plan, host, unit_prefix=None, vllm_bin=None):
     return out
 
 
-def covers(plan, hosts):
+def covers(plan, hosts, inputs=None):
     """Whether a stored plan is of this collection's plan format and covers every one of ``hosts`` (a plan an
-    older release stored in a persistent fact cache lacks what readers now take from it, so it is planned again)."""
-    return bool(plan) and plan.get("format") == PLAN_FORMAT and set(hosts) <= set(plan.get("hosts") or {})
+    older release stored in a persistent fact cache lacks what readers now take from it, so it is planned again),
+    and, with ``inputs`` (``inputs_digest`` of the hosts' variables now), was built from the same variables (a play
+    that set a host's models with set_fact after the plan was stored gets a new one)."""
+    return (bool(plan) and plan.get("format") == PLAN_FORMAT and set(hosts) <= set(plan.get("hosts") or {})
+            and (inputs is None or plan.get("inputs") == inputs))
+
+
+def inputs_digest(fleet):
+    """A digest of the plan's inputs ``{host: plan_inputs}`` (the layout variables; facts left out: a refreshed
+    fact does not move a model), stored in the plan as ``inputs``."""
+    layout = dict((host, dict((k, v) for k, v in (fleet[host] or {}).items() if k in PLAN_INPUTS)) for host in fleet)
+    text = json.dumps(plain_data(layout), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # ------------------------------------------------------------------ Ray
@@ -419,7 +432,8 @@ def fleet_address_of(fleet):
 def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
     """The plan of ``{host: hostvars}`` (each host's ``plan_inputs``):
 
-    ``{"format": PLAN_FORMAT, "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address, memory,
+    ``{"format": PLAN_FORMAT, "inputs": inputs_digest(fleet),
+       "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address, memory,
        store (where the host sets model_store_models: the placements of that list)}},
        "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
        "ray": {cluster: {members, head, workers, gcs_port, dashboard_port, address}}}``.
@@ -434,7 +448,8 @@ def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
     those (and more) with their fixes first.
     """
     address_of = fleet_address_of(fleet)
-    plan = {"format": PLAN_FORMAT, "hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir)}
+    plan = {"format": PLAN_FORMAT, "hosts": {}, "models": [], "ray": ray_clusters(fleet, roles_dir),
+            "inputs": inputs_digest(fleet)}
     for name, ray in sorted(plan["ray"].items()):
         if ray["head"] is None:
             raise PlanError("Ray cluster '%s' (%s) needs exactly one host in group ray_head"

@@ -263,7 +263,7 @@ def _sh_expand(segments, values):
         elif segment[0] == "cmd":
             out.append(segment[1])
         else:
-            _, name, op, word = segment
+            dummy, name, op, word = segment
             value = values.get(name)
             if op == "":
                 out.append(value or "")
@@ -861,6 +861,20 @@ def _read(path):
         return None
 
 
+def _root_of(menu):
+    """The ``root=`` value of the first entry in MENU that boots a kernel, or None."""
+    stack = list(menu or ())
+    while stack:
+        item = stack.pop(0)
+        if item.get("kind") == "submenu":
+            stack[0:0] = list(item.get("entries") or [])
+            continue
+        for word in cmdline(item) or ():
+            if word.startswith("root="):
+                return word[len("root="):]
+    return None
+
+
 def installed_kernels(boot_dir="/boot"):
     """The kernel releases whose image is in BOOT_DIR (``vmlinuz-<release>``), oldest first (:func:`version_sort`)."""
     try:
@@ -881,24 +895,27 @@ def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", relea
     changed).
 
     -> ``{"release", "cmdline" (words from root= on), "source" ("predicted" | "grub.cfg" | None without a grub.cfg),
-    "path", "by", "reason", "predicted" (the release update-grub would boot), "grub_cfg" (its path)}``; ``release``
-    None where no entry boots a kernel."""
+    "path", "by", "reason", "predicted" (the release update-grub would boot), "grub_cfg" (its path),
+    "grub_cfg_found"}``; ``release`` None where no entry boots a kernel."""
     grub_dir = grub_dir or os.path.join(boot_dir, "grub")
     defaults = load_defaults(etc_default)
     env = read_grubenv(_read(os.path.join(grub_dir, "grubenv")) or "")
     kernels = installed_kernels(boot_dir) if releases is None else list(releases)
-    predicted = predict(kernels, defaults, env) or {}
+    path = os.path.join(grub_dir, "grub.cfg")
+    text = _read(path)
+    menu = parse_grub_cfg(text) if text is not None else []
+    # The next menu carries this one's device id and root= (an id in GRUB_DEFAULT or saved_entry names them).
+    options = dict((k, v) for k, v in (("dev_id", device_id(menu)), ("root", _root_of(menu))) if v)
+    predicted = predict(kernels, defaults, env, **options) or {}
     entry = predicted.get("entry") or {}
     result = {"release": entry.get("release"), "cmdline": cmdline(entry, defaults), "source": "predicted",
               "path": predicted.get("path"), "by": predicted.get("by"), "reason": predicted.get("reason"),
-              "predicted": entry.get("release"), "grub_cfg": os.path.join(grub_dir, "grub.cfg")}
+              "predicted": entry.get("release"), "grub_cfg": path, "grub_cfg_found": text is not None}
     if releases is not None:
         return result
-    text = _read(result["grub_cfg"])
     if text is None:
-        return dict(result, release=None, cmdline=None, source=None, path=None, by=None,
-                    reason="no %s" % result["grub_cfg"])
-    chosen = resolve(parse_grub_cfg(text), parse_cfg_default(text) or defaults.get("GRUB_DEFAULT", "0"), env,
+        return dict(result, release=None, cmdline=None, source=None, path=None, by=None, reason="no %s" % path)
+    chosen = resolve(menu, parse_cfg_default(text) or defaults.get("GRUB_DEFAULT", "0"), env,
                      parse_title_corrections(text)) or {}
     entry = chosen.get("entry") or {}
     return dict(result, release=entry.get("release"), cmdline=cmdline(entry), source="grub.cfg",

@@ -11,7 +11,7 @@ module: os_update_plan
 short_description: What an OS update would do to a Spark, and whether it keeps the GPU after the reboot
 description:
   - Asks apt what C(apt-get dist-upgrade) would install (C(apt-get -s)), works out the kernel the next boot
-    would start as GRUB computes it (C(plugins/module_utils/grub_boot.py): the menu update-grub writes for the
+    would start as GRUB computes it (C(plugins/module_utils/grub_boot.py), the menu update-grub writes for the
     kernels installed after the upgrade, C(GRUB_DEFAULT) of C(/etc/default/grub) and C(/etc/default/grub.d/*.cfg),
     the grubenv's C(saved_entry) and C(next_entry)), and whether the NVIDIA kernel module of
     the pinned branch exists for that kernel, installed (C(modinfo -k)), brought by the upgrade, installable now
@@ -21,12 +21,12 @@ description:
   - Refuses, with the fix, a next kernel named in the rule book's known-bad list, a missing module, a module
     of another branch, and an upgrade that would move a driver package off the branch.
   - With O(stage=installed) it does not simulate; it proves that the kernel the next boot starts (the entry
-    C(grub.cfg) boots, which must be the one update-grub would choose now: a stale C(grub.cfg) is refused) has the
+    C(grub.cfg) boots, which must be the one update-grub would choose now; a stale C(grub.cfg) is refused) has the
     module of the user space now installed, its image and initrd, that dpkg has no package
-    half-installed (C(dpkg --audit)) and that apt's dependencies hold (C(apt-get check)): the check before a reboot.
-  - The upgrade's removals (C(Remv)) count: a kernel image it removes is no candidate for the next boot, and an
+    half-installed (C(dpkg --audit)) and that apt's dependencies hold (C(apt-get check)), the check before a reboot.
+  - The upgrade's removals (C(Remv)) count. A kernel image it removes is no candidate for the next boot, and an
     installed kernel whose NVIDIA module it removes (DGX OS removes the old kernel's module when the driver moves)
-    is reported, with the running kernel named when it is that one: a fallback boot into it has no GPU.
+    is reported, with the running kernel named when it is that one (a fallback boot into it has no GPU).
   - With O(firmware), it also lists the firmware updates C(fwupdmgr get-updates --json) offers, after
     C(fwupdmgr refresh) (the metadata of fwupd's remotes, as the role refreshes apt's package lists first).
   - It only reads (with O(firmware), fwupd's metadata is refreshed); it answers the same in check mode.
@@ -76,7 +76,7 @@ options:
     description:
       - Build options of the next kernel (read from C(<boot_dir>/config-<kernel>) once it is installed) refused
         unless the next boot's command line holds a word, each C(option), C(value), C(unless_cmdline), C(why),
-        C(fix) and C(sources). The command line is the next entry's: its C(linux) line in C(grub.cfg), or in a plan
+        C(fix) and C(sources). The command line is the next entry's, its C(linux) line in C(grub.cfg), or in a plan
         the one update-grub will write from GRUB's defaults (a commented line counts for nothing).
     type: list
     elements: dict
@@ -288,7 +288,7 @@ def next_boot(params, running, new=(), removed=(), planned=True):
 def grub_problems(boot, running):
     """What stops the proof of the next boot: no grub.cfg, an entry that boots no kernel, a grub.cfg stale
     against what update-grub would write now."""
-    if boot["source"] is None:
+    if boot["source"] is None or not boot.get("grub_cfg_found", True):
         return ["there is no %s: the kernel the next boot starts cannot be proven. DGX OS boots with GRUB; run "
                 "update-grub (or reinstall grub-efi-arm64) and update again" % boot["grub_cfg"]]
     if not boot["release"]:
@@ -362,12 +362,15 @@ def module_state(host, params, kernel, packages, userspace=None):
     if not version and dkms and host.installed(dkms):
         # The driver's DKMS package builds the module when the kernel is installed, from its headers.
         result.update(mechanism="dkms", package=params["headers_package"].format(branch=branch, kernel=kernel))
-    if version:
+    planned = params["stage"] == "planned"
+    if planned and (name in upgrading or (version and dkms in upgrading)):
+        # Replaced in the same transaction as the user space (DGX OS's module package, or the DKMS driver rebuilding
+        # it): the module installed now is not the one the reboot loads; the proof after the upgrade reads that one.
+        result.update(state="in_upgrade", version=upgrading.get(name, upgrading.get(dkms)))
+    elif version:
         result["state"] = "installed"
-    elif params["stage"] == "installed":
+    elif not planned:
         result["state"] = "missing"
-    elif name in upgrading:
-        result.update(state="in_upgrade", version=upgrading[name])
     else:
         if result["mechanism"] == "dkms":
             headers = result["package"]
@@ -403,8 +406,9 @@ def config_problems(host, params, kernel, cmdline):
         line = "%s=%s" % (check["option"], check["value"])
         if line in config.splitlines() and check["unless_cmdline"] not in words:
             found.append("the next boot's kernel %s is built with %s and the command line it boots with (%s) lacks "
-                         "%s: %s (%s). Fix: %s" % (kernel, line, " ".join(words) or "unknown", check["unless_cmdline"],
-                                                  check["why"], ", ".join(check["sources"]), check["fix"]))
+                         "%s: %s (%s). Fix: %s"
+                         % (kernel, line, " ".join(words) or "unknown", check["unless_cmdline"], check["why"],
+                            ", ".join(check["sources"]), check["fix"]))
     return found
 
 

@@ -14,7 +14,8 @@ description:
   - An action that runs on the controller, for the host it runs for; no remote call. What the role
     C(sparkfleet.gb10.plan) does before every role that reads the fleet plan.
   - Where the host holds the plan of this run (the fact C(sparkfleet_plan), stored by C(sparkfleet.gb10.fleet_preflight)
-    under C(site.yml)) and it covers every host of O(hosts) and O(fleet_hosts), it only confirms it.
+    under C(site.yml)) and it covers every host of O(hosts) and O(fleet_hosts), built from the layout variables the
+    hosts have now (a digest of them is stored in the plan), it only confirms it.
   - Otherwise it builds the plan from the hosts' variables and facts with the plan's one function
     (C(plugins/module_utils/fleet_plan.py), C(build)), the same as preflight's, memory arithmetic included
     wherever the host's gb10 facts were gathered; so a model entry without its own C(gpu_memory_utilization)

@@ -63,7 +63,7 @@ METRICS = {
     "sparkfleet_fabric_mtu": ("gauge", "MTU of the fabric interface (0 when the interface is missing)."),
     "sparkfleet_fabric_mtu_expected": ("gauge", "MTU the fabric must have."),
     "sparkfleet_fabric_peer_reachable": ("gauge", "1 when a don't-fragment jumbo ping reached the peer."),
-    "sparkfleet_kernel_info": ("gauge", "The running kernel and the one the next boot starts (/boot/vmlinuz)."),
+    "sparkfleet_kernel_info": ("gauge", "The running kernel and the one the next boot starts (GRUB's choice)."),
     "sparkfleet_next_boot_nvidia_module": ("gauge", "1 when the kernel the next boot starts has the NVIDIA kernel module "
                                                     "of the pinned driver branch; 0 means no GPU after the next reboot."),
     "sparkfleet_next_boot_kernel_known_bad": ("gauge", "1 when the kernel the next boot starts is on the rule book's "

@@ -501,3 +501,16 @@ def test_a_multi_node_model_knows_each_node_at_its_fabric_address():
     assert single["node_addresses"] is None
     # A plan stored before node_addresses is not taken for this one (planned again).
     assert plan["format"] == fp.PLAN_FORMAT and not fp.covers(dict(plan, format=2), ["spark-1", "spark-2"])
+
+
+def test_a_stored_plan_is_confirmed_only_for_the_variables_it_was_built_from():
+    """stored_plan confirms a plan only while the hosts' layout variables are the ones it was built from: a play
+    that sets a host's models with set_fact after the plan was stored gets a new plan, not the stale one; a
+    refreshed fact does not count."""
+    inputs = {"a": {"sparkfleet_models": [{"name": "m"}], "gb10": {"memory": {"mem_total_bytes": 1}}}}
+    plan = fp.build(inputs)
+    assert fp.covers(plan, ["a"], fp.inputs_digest(inputs))
+    refreshed = {"a": dict(inputs["a"], gb10={"memory": {"mem_total_bytes": 2}}, unrelated="x")}
+    assert fp.covers(plan, ["a"], fp.inputs_digest(refreshed))
+    moved = {"a": dict(inputs["a"], sparkfleet_models=[{"name": "m"}, {"name": "n", "port": 8001}])}
+    assert not fp.covers(plan, ["a"], fp.inputs_digest(moved))

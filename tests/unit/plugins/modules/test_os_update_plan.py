@@ -473,8 +473,9 @@ def test_the_proof_after_the_move_compares_the_module_with_the_user_space_now_in
     assert plan["safe"], plan["problems"]
     # the module still of the old user space (its package held back while the user space moved): refused
     (tmp_path / "held").mkdir()
-    host = Host(tmp_path / "held", userspace_package=USERSPACE, versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"},
-                **dict(after, modules={NEW: "580.95.05"}))
+    held = dict(after, modules={NEW: "580.95.05"}, userspace_package=USERSPACE,
+                versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"})
+    host = Host(tmp_path / "held", **held)
     plan = os_update_plan.run(host)
     assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
 
@@ -501,3 +502,43 @@ def test_upstream_versions_of_debian_versions():
     assert os_update_plan.upstream_version("580.142-0ubuntu0.24.04.1") == "580.142"
     assert os_update_plan.upstream_version("1:580.95.05-0ubuntu1") == "580.95.05"
     assert os_update_plan.upstream_version("") is None
+
+
+def test_a_kernel_pinned_by_its_grub_id_stays_the_next_boot(tmp_path):
+    """GRUB_DEFAULT naming a kernel's entry by id (how Sparks are kept on a kernel): the proof finds grub.cfg in
+    step with it (not stale), and a plan that brings a newer kernel still boots the pinned one."""
+    older, dev = "6.17.0-1012-nvidia", "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    pinned = "gnulinux-advanced-%s>gnulinux-%s-advanced-%s" % (dev, older, dev)
+    host = Host(tmp_path, kernels=(older, RUNNING), modules={older: "580.142", RUNNING: "580.142"}, stage="installed")
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((older, RUNNING), default=pinned))
+    (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT="%s"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n' % pinned)
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == older and plan["safe"], plan["problems"]
+    host.params["stage"] = "planned"
+    host.simulation = recorded("good.txt")  # brings 6.17.0-1016-nvidia
+    plan = os_update_plan.run(host)
+    assert plan["new_kernels"] == ["6.17.0-1016-nvidia"] and plan["next_kernel"] == older, plan["next_boot"]
+
+
+def test_a_plan_on_a_host_without_grub_cfg_is_refused_before_anything_changes(tmp_path):
+    host = Host(tmp_path, recorded("good.txt"), install=(0, "", ""))
+    os.unlink(str(tmp_path / "boot" / "grub" / "grub.cfg"))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "cannot be proven" in plan["problems"][0]
+
+
+def test_a_driver_move_on_the_same_kernel_is_judged_by_the_proof_not_by_the_module_it_replaces(tmp_path):
+    """The user space and the running kernel's module package move together (no new kernel): the module modinfo
+    finds now (580.95.05) is replaced in the same transaction, so the plan does not compare it with 580.142."""
+    moves = ("Inst libnvidia-compute-580 [580.95.05-0ubuntu0.24.04.2] (580.142-0ubuntu0.24.04.1 Ubuntu:24.04/noble-updates [arm64])\n"
+             "Inst linux-modules-nvidia-580-open-%s [6.17.0-1014.14+1] (6.17.0-1014.14+2 Ubuntu:24.04/noble-updates [arm64])\n"
+             % RUNNING)
+    host = Host(tmp_path, simulation=moves, modules={RUNNING: "580.95.05"}, userspace_version="580.95.05",
+                userspace_package=USERSPACE)
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == RUNNING and plan["nvidia_module"]["state"] == "in_upgrade"
+    assert plan["userspace"]["version"] == "580.142" and plan["safe"], plan["problems"]
+    # the user space moving alone, its module package kept back: the reboot would load 580.95.05 against 580.142
+    host.simulation = moves.splitlines(True)[0]
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
