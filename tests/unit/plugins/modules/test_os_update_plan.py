@@ -464,19 +464,17 @@ def test_the_proof_after_the_move_compares_the_module_with_the_user_space_now_in
     """After the upgrade nvidia-smi (read before it) still says 580.95.05, the package says 580.142, and the new
     kernel's module is 580.142: the reboot loads a matching pair. Judged by the value read before the upgrade,
     every DGX OS release that moves the driver was refused."""
-    after = dict(kernels=(OLD, NEW), modules={NEW: "580.142"}, stage="installed", userspace_version="580.95.05",
-                 files={"osrelease": OLD + "\n"})
-    host = Host(tmp_path, userspace_package=USERSPACE,
-                versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"}, **after)
-    plan = os_update_plan.run(host)
+    def after(root, module):
+        return Host(root, kernels=(OLD, NEW), modules={NEW: module}, stage="installed", userspace_version="580.95.05",
+                    files={"osrelease": OLD + "\n"}, userspace_package=USERSPACE,
+                    versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"})
+
+    plan = os_update_plan.run(after(tmp_path, "580.142"))
     assert plan["next_kernel"] == NEW and plan["userspace"]["source"] == "package"
     assert plan["safe"], plan["problems"]
     # the module still of the old user space (its package held back while the user space moved): refused
     (tmp_path / "held").mkdir()
-    held = dict(after, modules={NEW: "580.95.05"}, userspace_package=USERSPACE,
-                versions={"libnvidia-compute-580": "580.142-0ubuntu0.24.04.1"})
-    host = Host(tmp_path / "held", **held)
-    plan = os_update_plan.run(host)
+    plan = os_update_plan.run(after(tmp_path / "held", "580.95.05"))
     assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
 
 
