@@ -11,6 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan, redaction
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import utilization_limits
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.nccl_env import nccl_env
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_args import check_entry
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
@@ -40,10 +41,7 @@ def fleet_checks(roles_dir=ROLES_DIR):
         "forbidden_branches": rulebook.setting("driver_forbidden_branches"),
         "ray_defaults": dict((role, fleet_plan.default_ray_ports(role, roles_dir)) for role in ("ray_head", "ray_worker")),
         "node_exporter_port": fp.load_role_defaults(roles_dir, "fleet_health").get("fleet_health_node_exporter_port"),
-        "utilization": {
-            "ceiling": rulebook.setting("gpu_memory_utilization_ceiling"),
-            "default": rulebook.setting("gpu_memory_utilization_safe_max"),
-        },
+        "utilization": dict(zip(("default", "ceiling"), utilization_limits(0, 1)[:2])),
     }
 
 

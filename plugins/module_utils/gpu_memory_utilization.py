@@ -49,8 +49,21 @@ def service_need(entry, what, disk_bytes=None):
         "kv_gib": round(kv, 2),
         "overhead_gib": float(entry["overhead_gib"]),
         "need_gib": round(weights / nodes + kv + entry["overhead_gib"], 2),
-        "long_context_multi_node": nodes > 1 and entry["max_model_len"] >= rulebook.setting("long_context_threshold_tokens"),
+        "long_context_multi_node": utilization_limits(entry["max_model_len"], nodes)[2] != "gpu_memory_utilization",
     }
+
+
+def utilization_limits(max_model_len, nodes):
+    """The one home of the rule book's --gpu-memory-utilization limits for an entry: ``(default, cap, rule)``, the
+    value an entry without its own takes, the most it may have, and the rule that says so. A model of at least
+    ``long_context_threshold_tokens`` over several nodes is held to ``gpu_memory_utilization_long_context`` (rule
+    long_context_multinode_utilization), as default and cap; any other to the safe maximum and the ceiling (rule
+    gpu_memory_utilization). vllm_args' check of an entry and the split below both take it from here."""
+    if nodes > 1 and (max_model_len or 0) >= rulebook.setting("long_context_threshold_tokens"):
+        cap = rulebook.setting("gpu_memory_utilization_long_context")
+        return cap, cap, "long_context_multinode_utilization"
+    return (rulebook.setting("gpu_memory_utilization_safe_max"), rulebook.setting("gpu_memory_utilization_ceiling"),
+            "gpu_memory_utilization")
 
 
 def cuda_total(gb10_facts):
@@ -100,9 +113,9 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in weights_on_disk.values() if v is not None)):
         raise UtilizationError("host %s: weights_on_disk must map service names to byte counts, got %r"
                                % (host, weights_on_disk))
-    ceiling = rulebook.setting("gpu_memory_utilization_ceiling")
+    default, ceiling, dummy = utilization_limits(0, 1)
     if target is None:
-        target = rulebook.setting("gpu_memory_utilization_safe_max")
+        target = default
     if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target <= ceiling:
         raise UtilizationError("host %s: target %r must be in (0, %s] (rule gpu_memory_utilization)" % (host, target, ceiling))
     if not isinstance(os_headroom_gib, (int, float)) or isinstance(os_headroom_gib, bool) or os_headroom_gib < 0:
@@ -113,6 +126,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
     total_b, sized_by = cuda_total(gb10_facts)
     total = total_b / GIB
     plan = {}
+    limits = {}
     order = []
     for raw in services:
         name = raw.get("name", "?") if isinstance(raw, dict) else "?"
@@ -128,10 +142,11 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         item["explicit"] = entry["gpu_memory_utilization"] is not None
         item["utilization"] = entry["gpu_memory_utilization"]
         plan[entry["name"]] = item
+        limits[entry["name"]] = utilization_limits(entry["max_model_len"], item["nodes"])
         order.append(entry["name"])
 
-    if any(p["long_context_multi_node"] for p in plan.values()):
-        target = min(target, rulebook.setting("gpu_memory_utilization_long_context"))
+    # A long-context model over several nodes holds the whole host to its cap.
+    target = min([target] + [cap for dummy, cap, dummy in limits.values()])
     budget = min(target, (total - os_headroom_gib) / total)
     need_total = sum(p["need_gib"] for p in plan.values())
     arithmetic = "%s %.2f GiB; needs %s = %.2f GiB = %.3f of %s; budget min(target %.2f, (%.2f - %.1f " \
@@ -162,11 +177,10 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         plan[name]["utilization"] = floor2(plan[name]["need_gib"] / total + spare * share)
     for name in order:
         item = plan[name]
-        cap = rulebook.setting("gpu_memory_utilization_long_context") if item["long_context_multi_node"] else ceiling
+        dummy, cap, rule = limits[name]
         if item["utilization"] > cap:
             raise UtilizationError("host %s, model %s: key 'gpu_memory_utilization' %.2f is above %.2f (rule %s)" % (
-                host, name, item["utilization"], cap,
-                "long_context_multinode_utilization" if item["long_context_multi_node"] else "gpu_memory_utilization"))
+                host, name, item["utilization"], cap, rule))
         if item["utilization"] * total < item["need_gib"]:
             raise UtilizationError("host %s, model %s: gpu_memory_utilization %.2f gives %.2f GiB but it needs %.2f "
                                    "GiB. %s" % (host, name, item["utilization"], item["utilization"] * total,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import redaction, rulebook
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.gpu_memory_utilization import utilization_limits
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_store import check_source
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import (
     CLUSTER_SPEC, MODEL_ENTRY_SPEC, PLACEMENT_KEYS, SPECULATIVE_SPEC, Problem, check, loader_check, moe_backend,
@@ -90,13 +91,9 @@ def _extra_args_problems(extra):
 
 
 def default_utilization(entry, cluster):
-    """Rule book default for --gpu-memory-utilization and the cap that applies."""
-    long_ctx = (entry.get("max_model_len") or 0) >= rulebook.setting("long_context_threshold_tokens")
-    if long_ctx and cluster["nnodes"] > 1:
-        cap = rulebook.setting("gpu_memory_utilization_long_context")
-        return cap, cap, "long_context_multinode_utilization"
-    return (rulebook.setting("gpu_memory_utilization_safe_max"), rulebook.setting("gpu_memory_utilization_ceiling"),
-            "gpu_memory_utilization")
+    """Rule book default for --gpu-memory-utilization and the cap that applies (``utilization_limits``, their one
+    home, which the memory split uses too)."""
+    return utilization_limits(entry.get("max_model_len"), cluster["nnodes"])
 
 
 def check_entry(model_entry, gb10_facts, cluster):
@@ -143,7 +140,7 @@ def check_entry(model_entry, gb10_facts, cluster):
         memory = ((gb10_facts or {}).get("memory") or {})
         total = memory.get("cuda_total_bytes") or memory.get("mem_total_bytes")
         fits = weights is not None and total and \
-            weights + entry["overhead_gib"] <= total / 2 ** 30 * rulebook.setting("gpu_memory_utilization_safe_max")
+            weights + entry["overhead_gib"] <= total / 2 ** 30 * utilization_limits(entry["max_model_len"], 1)[0]
         fail("tensor_parallel_size", tp, "tensor_parallel_size %d x pipeline_parallel_size %d needs %d GPUs, but the "
              "entry has no 'nodes', so it runs on this host's one GPU (rule gb10_identity)" % (tp, pp, tp * pp),
              "list the %d hosts the model spans in 'nodes' (the first serves the API)%s"

@@ -171,3 +171,20 @@ def test_sized_from_what_cuda_reported_where_the_gate_recorded_it():
     plan = gpu_memory_utilization(facts, [small("a")], host="spark-1")
     assert plan["sized_by"] == "CUDA total" and plan["mem_total_gib"] == 57.74
     assert gpu_memory_utilization(GB10, [small("a")])["sized_by"] == "MemTotal"
+
+
+def test_the_utilization_limits_have_one_home_that_the_argv_and_the_split_share():
+    """utilization_limits is where the default, the cap and the rule of an entry's --gpu-memory-utilization are
+    chosen: vllm_args' check of an entry takes them from it, and so does the split's cap of each service."""
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import gpu_memory_utilization as gmu
+    from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook, vllm_args
+    long_len = rulebook.setting("long_context_threshold_tokens")
+    plain = (rulebook.setting("gpu_memory_utilization_safe_max"), rulebook.setting("gpu_memory_utilization_ceiling"),
+             "gpu_memory_utilization")
+    long_cap = rulebook.setting("gpu_memory_utilization_long_context")
+    assert gmu.utilization_limits(8192, 2) == plain
+    assert gmu.utilization_limits(long_len, 1) == plain
+    assert gmu.utilization_limits(long_len, 2) == (long_cap, long_cap, "long_context_multinode_utilization")
+    for length, nodes in ((8192, 1), (long_len, 1), (long_len, 2), (None, 3)):
+        assert vllm_args.default_utilization({"max_model_len": length}, {"nnodes": nodes}) == \
+            gmu.utilization_limits(length, nodes)
