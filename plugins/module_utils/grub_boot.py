@@ -132,31 +132,29 @@ def release_of(path):
 
 # --- /etc/default/grub ----------------------------------------------------------------------------------------
 
+def _closing(text, start, opening, closing):
+    """The index of the bracket that closes the one at TEXT[start] (nested pairs counted), or len(TEXT)."""
+    depth, j = 0, start
+    while j < len(text):
+        if text[j] == opening:
+            depth += 1
+        elif text[j] == closing:
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    return j
+
+
 def _sh_param(text, i):
     """Parse the parameter expansion at TEXT[i] == '$' -> (segment or None, next index). Segments: ``("var", name,
     op, word)`` and ``("cmd", raw)`` (command or arithmetic substitution, never run)."""
     nxt = text[i + 1:i + 2]
     if nxt == "(":
-        depth, j = 0, i + 1
-        while j < len(text):
-            if text[j] == "(":
-                depth += 1
-            elif text[j] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        j = _closing(text, i + 1, "(", ")")
         return ("cmd", text[i:j + 1]), j + 1
     if nxt == "{":
-        depth, j = 0, i + 1
-        while j < len(text):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        j = _closing(text, i + 1, "{", "}")
         inner = text[i + 2:j]
         match = _NAME.match(inner) or re.match(r"[0-9#?$!@*-]", inner)
         if not match:

@@ -321,15 +321,15 @@ class Host(object):
         return rc, out or "", err or ""
 
     def installed(self, name):
-        # dpkg's own reading (plugins/module_utils/dpkg.py, as gb10_facts reads every package): installed, held or not
-        dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
-        return name in dpkg.parse_dpkg_query(out)[0]
+        """Whether package NAME is installed, held or not."""
+        return self.version(name) is not None
 
     def bin_path(self, name):
         return self.module.get_bin_path(name)
 
     def version(self, name):
-        """The installed version of package NAME, or None."""
+        """The installed version of package NAME, or None: dpkg's own reading (plugins/module_utils/dpkg.py, as
+        gb10_facts reads every package)."""
         dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
         return dpkg.parse_dpkg_query(out)[0].get(name)
 
