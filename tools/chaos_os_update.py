@@ -2,9 +2,10 @@
 through both hosts of a fleet of independent hosts (``inventories/sim-independent``: spark-1 serves tiny-a, spark-2
 tiny-b), one host at a time, while a bounded load generator on the other host sends completions to its model.
 
-The update is the stand-ins' (tests/sim/standins/build-localrepo.sh DIR kernels): kernel 6.17.0-1016-nvidia, whose NVIDIA module
-the upgrade leaves out (its metapackage did not move), installable by name. Each host's apt reads only the stand-in
-repositories during the fault (its Debian sources are set aside, the driver stand-in's stays, pinned and held). A
+The update is the stand-ins' (tests/sim/standins/build-localrepo.sh DIR kernels): kernel 6.17.0-1016-nvidia, its
+precompiled NVIDIA module and the 580 user space 580.159.03 moving as one, as DGX OS moves them, their holds lifted by
+the update for the upgrade and set again. Each host's apt reads only the stand-in repositories during the fault (its
+Debian sources are set aside, the driver stand-in's stays, pinned and held). A
 reboot is ``docker restart`` (tests/sim/tasks/reboot.yml); at boot the kernel stand-in makes the kernel of GRUB's
 default entry
 the running one, and the fabric port is named as udev names a Spark's.
@@ -22,7 +23,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "module_utils"))
+import rulebook  # noqa: E402  pure Python: the unit sparkfleet.gb10.nvidia_driver holds (rule kernel_updates)
 
 BASE_KERNEL, NEW_KERNEL = "6.17.0-1014-nvidia", "6.17.0-1016-nvidia"
 SIM = "/opt/sparkfleet-sim"
@@ -32,6 +37,16 @@ SET_ASIDE = "/etc/apt/sources.list.chaos-os-update"
 BOOT_STANDIN = ("sparkfleet-sim-boot-kernel", "/usr/local/sbin", "0755")
 BOOT_UNIT = ("sparkfleet-sim-boot-kernel.service", "/etc/systemd/system", "0644")
 APT = "DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Options::=--force-confold"
+# What the hosts run before the update: the stand-ins' base kernel repository and the driver stand-ins' 580.142.
+BASE_DRIVER = "580.142"
+BASE_UNIT = (("linux-nvidia-hwe-24.04", "6.17.0-1014.14"), ("linux-image-nvidia-hwe-24.04", "6.17.0-1014.14"),
+             ("linux-headers-nvidia-hwe-24.04", "6.17.0-1014.14"),
+             ("linux-modules-nvidia-580-open-nvidia-hwe-24.04", "6.17.0-1014.14+1"),
+             ("nvidia-driver-580-open", "580.142-0ubuntu1"), ("libnvidia-compute-580", "580.142-0ubuntu1"),
+             ("nvidia-utils-580", "580.142-0ubuntu1"), ("nvidia-kernel-common-580", "580.142-0ubuntu1"),
+             ("nvidia-kernel-source-580-open", "580.142-0ubuntu1"))
+# the unit sparkfleet.gb10.nvidia_driver holds
+HELD = rulebook.driver_unit(rulebook.setting("driver_branch"))["held"]
 
 
 def source(repo):
@@ -50,11 +65,17 @@ def prepare(c, host):
     c.sh(host, "systemctl daemon-reload && systemctl enable %s >/dev/null 2>&1" % BOOT_UNIT[0], check=True)
     c.sh(host, "test -f %s/base/Release || /usr/local/sbin/build-localrepo.sh %s kernels" % (REPOS, REPOS), check=True)
     c.sh(host, "if [ -f /etc/apt/sources.list ]; then mv /etc/apt/sources.list %s; fi" % SET_ASIDE, check=True)
-    # The base kernel as packages and as the running one (a rerun of the fault starts where the last one began).
-    c.sh(host, "%s && %s install --allow-downgrades linux-image-nvidia=6.17.0.1014.14 "
-               "linux-modules-nvidia-580-open-nvidia=6.17.0.1014.14 >/dev/null && "
-               "%s purge linux-image-%s linux-modules-nvidia-580-open-%s >/dev/null 2>&1; "
-               "/usr/local/sbin/sparkfleet-sim-boot-kernel" % (source("base"), APT, APT, NEW_KERNEL, NEW_KERNEL),
+    # The base unit as packages and as the running one (a rerun of the fault starts where the last one began):
+    # kernel 6.17.0-1014-nvidia's metapackages, its module's and driver 580.142, held as nvidia_driver holds them.
+    c.sh(host, "%s && %s install --allow-downgrades --allow-change-held-packages %s >/dev/null && "
+               "%s purge --allow-change-held-packages linux-image-%s linux-headers-%s linux-modules-nvidia-580-open-%s "
+               ">/dev/null 2>&1; apt-mark hold %s >/dev/null && "
+               "sed -i 's/^driver_version=.*/driver_version=%s/' %s/bin/nvidia-smi.fields && "
+               "sed -i 's/NVIDIA-SMI [0-9.]*/NVIDIA-SMI %s/; s/Driver Version: [0-9.]*/Driver Version: %s/' "
+               "%s/bin/nvidia-smi.txt && /usr/local/sbin/sparkfleet-sim-boot-kernel"
+               % (source("base"), APT, " ".join("%s=%s" % item for item in BASE_UNIT), APT, NEW_KERNEL, NEW_KERNEL,
+                  NEW_KERNEL, " ".join(name for name, dummy in BASE_UNIT if name in HELD), BASE_DRIVER, SIM,
+                  BASE_DRIVER, BASE_DRIVER, SIM),
          check=True, timeout=300)
     running = c.sh(host, "cat %s/proc/sys/kernel/osrelease" % SIM, check=True).stdout.strip()
     if running != BASE_KERNEL:

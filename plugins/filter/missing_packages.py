@@ -15,6 +15,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
+
 # A Debian package name, the one pattern both filters read an apt entry with.
 _PACKAGE = r"[a-z0-9][a-z0-9+.-]*"
 # What the facts can settle: a plain Debian package name, optionally =version (or =version*).
@@ -63,10 +65,20 @@ def missing_packages(names, facts=None):
     return missing
 
 
+def driver_unit(branch, flavour=None, kernel_module="precompiled"):
+    """The packages that move as one on DGX OS for a driver branch (rule kernel_updates): see the filter's
+    documentation (driver_unit.yml)."""
+    try:
+        return rulebook.driver_unit(branch, flavour or None, kernel_module)
+    except ValueError as exc:
+        raise AnsibleFilterError("driver_unit: %s" % exc)
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
+            "driver_unit": driver_unit,
             "missing_packages": missing_packages,
             "package_name": package_name,
         }

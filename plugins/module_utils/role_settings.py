@@ -472,6 +472,20 @@ def _driver_packages(packages, branch):
     return []
 
 
+@check("nvidia_driver", "nvidia_driver_package_state", "nvidia_driver_kernel_module",
+       optional=("nvidia_driver_package_state", "nvidia_driver_kernel_module"))
+def _driver_state(state, mechanism):
+    # With precompiled modules the module of each kernel comes with that kernel: moving the user space alone leaves
+    # the module behind, and moving the module metapackage brings a new kernel without the OS update's proof.
+    if state == "latest" and (mechanism or "precompiled") == "precompiled":
+        return [Problem("nvidia_driver_package_state", state, "moves the driver without its kernel module: with "
+                        "precompiled modules (nvidia_driver_kernel_module) kernel, module and user space move as one "
+                        "(rule kernel_updates)",
+                        "leave it present and move the driver with playbooks/os_update.yml (host by host, drained, "
+                        "proven before the reboot)")]
+    return []
+
+
 @check("nvidia_driver", "nvidia_driver_pin_priority")
 def _driver_pin(priority):
     number = _int(priority)

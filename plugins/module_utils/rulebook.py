@@ -123,6 +123,14 @@ RULES = (
             "kernel_headers_package": "linux-headers-{kernel}",
             # whose version is the user space the module must match after an upgrade (libcuda, NVML)
             "nvidia_userspace_package": "libnvidia-compute-{branch}",
+            # What moves as one on DGX OS (the unit): the driver's user space, the precompiled module's metapackage
+            # (it depends on the matching nvidia-kernel-common-<branch>) and the kernel's metapackages of DGX OS's
+            # flavour. The nvidia_driver role holds them together; only the OS update lifts those holds.
+            "nvidia_userspace_packages": ["nvidia-driver-{branch}-open", "libnvidia-compute-{branch}",
+                                          "nvidia-utils-{branch}"],
+            "kernel_flavour": "nvidia-hwe-24.04",
+            "nvidia_module_meta_package": "linux-modules-nvidia-{branch}-open-{flavour}",
+            "kernel_meta_packages": ["linux-{flavour}", "linux-image-{flavour}", "linux-headers-{flavour}"],
             "known_bad_kernels": [
                 {"release": "7.0.0-1019-nvidia",
                  "why": "NCCL fails at init with 'ibv_reg_mr_iova2 ... Cannot allocate memory' on every start "
@@ -142,11 +150,16 @@ RULES = (
                  "sources": [R_KERNEL_1019_CMA]},
             ],
         },
-        "The NVIDIA kernel module is built for one kernel: DGX OS ships it per kernel as its own package "
-        "(linux-modules-nvidia-<branch>-open-<kernel>), and NVIDIA's DKMS driver (nvidia-dkms-<branch>-open, "
-        "what the nvidia_driver role installs) builds it when the kernel's headers are installed. Either way an "
-        "apt upgrade can bring a new kernel while that package or those headers are phased or held back, and "
-        "after the reboot the Spark has no GPU. So an OS update proves the next boot's kernel has the module of "
+        "The NVIDIA kernel module is built for one kernel: DGX OS ships it per kernel as its own precompiled, "
+        "signed package (linux-modules-nvidia-<branch>-open-<kernel>, through the metapackage of its kernel "
+        "flavour, nvidia-hwe-24.04), and it depends on the matching nvidia-kernel-common-<branch>, so kernel, "
+        "module and 580 user space move in one transaction. NVIDIA's DKMS driver (nvidia-dkms-<branch>-open) "
+        "builds it from the kernel's headers instead, refused under Secure Boot unless enrolled, and is not what "
+        "DGX OS installs: the nvidia_driver role installs the module metapackage and takes a host off DKMS in one "
+        "transaction. An apt run outside the roll (unattended-upgrades, the Dashboard, a person's full-upgrade) "
+        "can bring a new kernel while the module or the user space is phased or held back, and after the reboot "
+        "the Spark has no GPU: so the role holds the whole unit, kernel metapackages included, and only the OS "
+        "update lifts those holds, for the packages it moves, and sets them again. An OS update proves the next boot's kernel has the module of "
         "the pinned branch, the version of the user space installed then (libnvidia-compute-<branch>: on DGX OS "
         "kernel, module and user space move in one transaction), before it reboots. Some kernels broke NCCL over "
         "RoCE on Sparks (field reports): an update refuses them by name, and a kernel built with Kexec HandOver "
@@ -939,6 +952,26 @@ def env_violations(env):
         if name in env and not any(f[0] == name for f in found):
             found.append((name, env[name], "flashinfer_moe_fp4_off", "drop it: the rule book never emits it"))
     return found
+
+
+KERNEL_MODULE_MECHANISMS = ("precompiled", "dkms")
+
+
+def driver_unit(branch, flavour=None, kernel_module="precompiled"):
+    """The packages that move as one on DGX OS (rule kernel_updates), named for BRANCH and the kernel FLAVOUR
+    (the rule book's when None): {"userspace": [...], "module": [the module package of KERNEL_MODULE's mechanism],
+    "kernel": [the kernel's metapackages], "held": userspace + module + kernel, "any_module": [the module
+    metapackage, the DKMS package]} (what an OS update lifts the holds of: either mechanism's package)."""
+    if kernel_module not in KERNEL_MODULE_MECHANISMS:
+        raise ValueError("kernel module mechanism %r: one of %s" % (kernel_module, ", ".join(KERNEL_MODULE_MECHANISMS)))
+    names = {"branch": str(branch), "flavour": flavour or SETTINGS["kernel_flavour"]}
+    userspace = [name.format(**names) for name in SETTINGS["nvidia_userspace_packages"]]
+    meta = SETTINGS["nvidia_module_meta_package"].format(**names)
+    dkms = SETTINGS["nvidia_dkms_package"].format(**names)
+    kernel = [name.format(**names) for name in SETTINGS["kernel_meta_packages"]]
+    module = [meta if kernel_module == "precompiled" else dkms]
+    return {"userspace": userspace, "module": module, "kernel": kernel, "held": userspace + module + kernel,
+            "any_module": [meta, dkms]}
 
 
 def driver_branch_of(version):

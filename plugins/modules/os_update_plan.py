@@ -24,6 +24,10 @@ description:
     C(grub.cfg) boots, which must be the one update-grub would choose now; a stale C(grub.cfg) is refused) has the
     module of the user space now installed, its image and initrd, that dpkg has no package
     half-installed (C(dpkg --audit)) and that apt's dependencies hold (C(apt-get check)), the check before a reboot.
+  - On DGX OS the kernel's metapackages, the NVIDIA module package and the driver's user space move as one, and
+    the nvidia_driver role holds them together between updates. O(release_holds) names them; the plan simulates the
+    upgrade with their holds lifted (C(apt-get -s) over a copy of dpkg's status file, nothing changed), and
+    RV(holds_lifted) says which holds the update must lift for the packages it moves (and set again after).
   - The upgrade's removals (C(Remv)) count. A kernel image it removes is no candidate for the next boot, and an
     installed kernel whose NVIDIA module it removes (DGX OS removes the old kernel's module when the driver moves)
     is reported, with the running kernel named when it is that one (a fallback boot into it has no GPU).
@@ -133,6 +137,17 @@ options:
     description: The fwupdmgr program.
     type: str
     default: fwupdmgr
+  release_holds:
+    description:
+      - Held packages whose holds the OS update lifts for the packages it moves (rule C(kernel_updates), the filter
+        C(sparkfleet.gb10.driver_unit)); the plan simulates with them lifted. Other holds stay.
+    type: list
+    elements: str
+    default: []
+  dpkg_status:
+    description: dpkg's status file (where its holds are), copied with O(release_holds) lifted for the simulation.
+    type: path
+    default: /var/lib/dpkg/status
 extends_documentation_fragment:
   - sparkfleet.gb10.attributes
 attributes:
@@ -199,6 +214,13 @@ modules_removed:
   type: list
   elements: dict
   returned: always
+holds_lifted:
+  description:
+    - The packages of O(release_holds) held now that the upgrade moves (installs or removes), whose holds the update
+      lifts for it and sets again after; empty with O(stage=installed).
+  type: list
+  elements: str
+  returned: always
 install:
   description:
     - Packages to install beside the upgrade (the next kernel's module, or its headers, when the upgrade leaves
@@ -246,6 +268,8 @@ _INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)
 _REMV = re.compile(r"^Remv (?P<name>\S+)")
 _KERNEL_IMAGE = re.compile(r"^linux-image-(?P<release>\d\S*)$")
 _UPSTREAM = re.compile(r"^(?:\d+:)?(?P<upstream>[^-]+)")
+_PACKAGE = re.compile(r"^Package: *(\S+)", re.M)
+_HOLD = re.compile(r"^(Status: *)hold ", re.M)
 
 
 def parse_simulation(text):
@@ -310,11 +334,44 @@ def first_lines(text, count=3):
     return "; ".join(lines[:count]) or (text or "").strip()[-300:]
 
 
+def lift_holds(status, names):
+    """dpkg's status file STATUS with the holds of NAMES lifted (the want flag of ``Status: hold ok installed``
+    made ``install``), as ``apt-mark unhold`` would; (text, [names lifted, in file order])."""
+    wanted, lifted, out = set(names), [], []
+    for stanza in re.split(r"\n(?=\n)", status):
+        found = _PACKAGE.search(stanza)
+        if found and found.group(1) in wanted and _HOLD.search(stanza):
+            stanza = _HOLD.sub(r"\1install ", stanza, count=1)
+            lifted.append(found.group(1))
+        out.append(stanza)
+    return "\n".join(out), lifted
+
+
 class Host(object):
     """What the plan asks the host: apt, dpkg, modinfo and files, in the C locale."""
 
     def __init__(self, module):
         self.module = module
+        # apt's options for every simulation (the status file with the unit's holds lifted)
+        self.apt_options = []
+        self.lifted = []
+
+    def lift(self, params):
+        """Point apt's simulations at a copy of dpkg's status file with the holds of release_holds lifted."""
+        if not params["release_holds"]:
+            return
+        text = self.read(params["dpkg_status"])
+        if text is None:
+            self.module.fail_json(msg="cannot read dpkg's status file %s" % params["dpkg_status"])
+        text, self.lifted = lift_holds(text, params["release_holds"])
+        if self.lifted:
+            path = os.path.join(self.module.tmpdir, "dpkg-status-holds-lifted")
+            with open(path, "w") as handle:
+                handle.write(text)
+            self.apt_options = ["-o", "Dir::State::status=" + path]
+
+    def simulate(self, args):
+        return self.run(["apt-get", "-s", "-o", "Debug::NoLocking=1"] + self.apt_options + list(args))
 
     def run(self, argv, environ=None):
         rc, out, err = self.module.run_command(argv, environ_update=environ or {"LC_ALL": "C"})
@@ -339,7 +396,7 @@ class Host(object):
 
     def install_problem(self, names):
         """Why apt could not install NAMES now (held packages, unmet dependencies, unknown), or None."""
-        rc, out, err = self.run(["apt-get", "-s", "-o", "Debug::NoLocking=1", "install"] + list(names))
+        rc, out, err = self.simulate(["install"] + list(names))
         return None if rc == 0 else first_lines(err + "\n" + out)
 
     def read(self, path):
@@ -550,7 +607,8 @@ def run(module):
         module.fail_json(msg="cannot read the running kernel from %s" % params["proc_osrelease"])
     packages = {"install": [], "remove": [], "kept_back": []}
     if params["stage"] == "planned":
-        rc, out, err = host.run(["apt-get", "-s", "-o", "Debug::NoLocking=1", "dist-upgrade"])
+        host.lift(params)
+        rc, out, err = host.simulate(["dist-upgrade"])
         if rc != 0:
             module.fail_json(msg="apt-get -s dist-upgrade failed (rc %s): %s" % (rc, first_lines(err + "\n" + out)))
         packages = parse_simulation(out)
@@ -568,6 +626,8 @@ def run(module):
     plan = {"running_kernel": running, "next_kernel": kernel, "new_kernels": new, "packages": packages,
             "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
             "install": nvidia["install"], "firmware": firmware, "userspace": userspace,
+            "holds_lifted": [name for name in host.lifted
+                             if name in packages["remove"] or any(item["name"] == name for item in packages["install"])],
             "modules_removed": removed_modules(host, params, packages, running),
             "next_boot": boot,
             "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel)
@@ -599,6 +659,8 @@ def main():
             module=dict(type="str", default="nvidia"),
             firmware=dict(type="bool", default=False),
             fwupdmgr=dict(type="str", default="fwupdmgr"),
+            release_holds=dict(type="list", elements="str", default=[]),
+            dpkg_status=dict(type="path", default="/var/lib/dpkg/status"),
         ),
         supports_check_mode=True,
     )

@@ -29,7 +29,7 @@ def test_groups_of_the_sim_inventory(groups):
 def test_worker_vars_render_through_the_rule_book_and_filters(groups):
     worker = conftest.collection_vars("spark-2", groups, GROUP_VARS)
     assert worker.in_group("ray_workers") and not worker.in_group("ray_head")
-    assert worker["nvidia_driver_packages"] == ["nvidia-driver-580-open", "nvidia-dkms-580-open",
+    assert worker["nvidia_driver_packages"] == ["nvidia-driver-580-open",
                                                 "libnvidia-compute-580", "nvidia-utils-580"]
     assert worker["qsfp_network_mtu"] == 9000
     # sparkfleet.gb10.fabric_address over the inventory's subnet and the host's index in groups['sparks'].

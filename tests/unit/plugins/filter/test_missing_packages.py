@@ -1,8 +1,11 @@
 # -*- coding: utf-8 -*-
+import os
+import re
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.missing_packages import missing_packages, package_name
+from ansible_collections.sparkfleet.gb10.plugins.filter.missing_packages import driver_unit, missing_packages, package_name
 
 FACTS = {"gb10": {"packages": {"rsync": "3.2.7-1", "nftables": "1.0.9-1", "python3.12-venv": "3.12.3-1",
                                "nvidia-driver-580-open": "580.142-0ubuntu1"}}}
@@ -65,3 +68,22 @@ def test_both_filters_agree_on_the_package_of_an_entry():
     installed = FACTS["gb10"]["packages"]
     for entry in ["rsync", "rsync=3.2.7-1", "git", "nvidia-driver-580-open=580.142*"]:
         assert (package_name(entry) in installed) == (entry not in missing_packages([entry], FACTS))
+
+
+def test_driver_unit_names_what_dgx_os_moves_as_one():
+    """The user space, the module of the chosen mechanism and the kernel's metapackages, named as DGX OS names them
+    (tests/fixtures/apt_simulation/dgxos: every name below appears in the recorded kernel and driver move)."""
+    unit = driver_unit("580")
+    assert unit["userspace"] == ["nvidia-driver-580-open", "libnvidia-compute-580", "nvidia-utils-580"]
+    assert unit["module"] == ["linux-modules-nvidia-580-open-nvidia-hwe-24.04"]
+    assert unit["kernel"] == ["linux-nvidia-hwe-24.04", "linux-image-nvidia-hwe-24.04", "linux-headers-nvidia-hwe-24.04"]
+    assert unit["held"] == unit["userspace"] + unit["module"] + unit["kernel"]
+    assert driver_unit(580, kernel_module="dkms")["module"] == ["nvidia-dkms-580-open"]
+    assert unit["any_module"] == ["linux-modules-nvidia-580-open-nvidia-hwe-24.04", "nvidia-dkms-580-open"]
+    assert driver_unit("580", "generic-hwe-24.04")["kernel"][0] == "linux-generic-hwe-24.04"
+    recorded = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "apt_simulation", "dgxos",
+                                 "kernel-driver-move.txt")).read()
+    for name in unit["held"]:
+        assert re.search(r"(?m)^Inst %s \[" % re.escape(name), recorded), name
+    with pytest.raises(AnsibleFilterError, match="precompiled, dkms"):
+        driver_unit("580", kernel_module="source")

@@ -59,6 +59,8 @@ BAD = [
     ("nvidia_driver", {"nvidia_driver_branch": "590"}, "nvidia_driver_branch", "forbids branch 590"),
     ("nvidia_driver", {"nvidia_driver_packages": []}, "nvidia_driver_packages", "at least one"),
     ("nvidia_driver", {"nvidia_driver_pin_priority": 500}, "nvidia_driver_pin_priority", "below 990"),
+    # precompiled modules come with their kernel: moving the user space alone leaves the module behind
+    ("nvidia_driver", {"nvidia_driver_package_state": "latest"}, "nvidia_driver_package_state", "without its kernel module"),
     ("vllm_venv", {"vllm_venv_packages": []}, "vllm_venv_packages", "nothing to install"),
     ("vllm_venv", {"vllm_venv_packages": ["vllm>=0.19"]}, "vllm_venv_packages", "not pinned"),
     # A CUDA host installs the lock: a pin the lock does not hold, or a list pip cannot hash, is refused.

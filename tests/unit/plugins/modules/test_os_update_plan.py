@@ -100,8 +100,13 @@ class Host(object):
                            kernel_config_checks=rulebook.setting("kernel_config_checks"),
                            grub_dir="", etc_default=str(tmp_path / "default"),
                            accept_kernel_reason="", boot_dir=str(boot), proc_osrelease=str(tmp_path / "osrelease"),
-                           modinfo="modinfo", module="nvidia", firmware=False, fwupdmgr="fwupdmgr")
+                           modinfo="modinfo", module="nvidia", firmware=False, fwupdmgr="fwupdmgr",
+                           release_holds=[], dpkg_status=str(tmp_path / "status"))
         self.params.update(params)
+        # AnsibleModule's temporary directory (the status copy with the unit's holds lifted goes there)
+        self.tmpdir = str(tmp_path)
+        # apt's options of each simulation, by subcommand
+        self.apt_options = {}
 
     def run_command(self, argv, environ_update=None):
         self.calls.append(argv)
@@ -125,6 +130,13 @@ class Host(object):
         if argv == ["apt-get", "check"]:
             return self.check
         assert argv[:4] == ["apt-get", "-s", "-o", "Debug::NoLocking=1"], argv
+        rest = list(argv[4:])
+        options = []
+        while rest[0] == "-o":
+            options += rest[:2]
+            rest = rest[2:]
+        self.apt_options[rest[0]] = options
+        argv = argv[:4] + rest
         if argv[4] == "dist-upgrade":
             return (0, self.simulation, "")
         assert argv[4] == "install", argv
@@ -458,6 +470,75 @@ def test_dgx_os_moves_kernel_module_and_user_space_together_and_removes_the_old_
     assert plan["safe"], plan["problems"]
     assert any("kernel %s (the running one) stays installed without its NVIDIA module" % OLD in w
                for w in plan["warnings_list"])
+
+
+# dpkg's status file of a Spark whose unit sparkfleet.gb10.nvidia_driver holds (stanzas shortened to the fields apt
+# reads for a hold), and one package a person held for their own reasons.
+STATUS = """Package: linux-nvidia-hwe-24.04
+Status: hold ok installed
+Architecture: arm64
+Version: 6.11.0-1016.16
+
+Package: nvidia-driver-580-open
+Status: hold ok installed
+Architecture: arm64
+Version: 580.95.05-0ubuntu0.24.04.2
+
+Package: linux-modules-nvidia-580-open-nvidia-hwe-24.04
+Status: hold ok installed
+Architecture: arm64
+Version: 6.11.0-1016.16+1000
+
+Package: wpasupplicant
+Status: hold ok installed
+Architecture: arm64
+Version: 2:2.10-21ubuntu0.2
+
+Package: nvidia-utils-580
+Status: install ok installed
+Architecture: arm64
+Version: 580.95.05-0ubuntu0.24.04.2
+"""
+
+
+def test_the_holds_of_the_unit_are_lifted_in_a_copy_and_no_other():
+    unit = rulebook.driver_unit("580")
+    text, lifted = os_update_plan.lift_holds(STATUS, unit["held"] + unit["any_module"])
+    assert lifted == ["linux-nvidia-hwe-24.04", "nvidia-driver-580-open",
+                      "linux-modules-nvidia-580-open-nvidia-hwe-24.04"]
+    # the person's hold stays; nvidia-utils-580 was not held; nothing else of the file changes
+    assert "Package: wpasupplicant\nStatus: hold ok installed" in text
+    assert text.count("Status: hold ") == 1 and text.count("Status: install ok installed") == 4
+    assert [line for line in text.splitlines() if not line.startswith("Status:")] == [
+        line for line in STATUS.splitlines() if not line.startswith("Status:")]
+
+
+def test_the_plan_simulates_with_the_units_holds_lifted_and_says_which_to_lift(tmp_path):
+    """With the unit held (as nvidia_driver leaves it), apt keeps kernel, module and user space back: the plan asks
+    apt over a copy of dpkg's status without those holds, and names the holds the upgrade must lift."""
+    unit = rulebook.driver_unit("580")
+    host = Host(tmp_path, simulation=dgxos("kernel-driver-move.txt"), kernels=(OLD,), modules={OLD: "580.95.05"},
+                userspace_version="580.95.05", userspace_package=USERSPACE,
+                files={"osrelease": OLD + "\n", "status": STATUS},
+                release_holds=unit["userspace"] + unit["any_module"] + unit["kernel"])
+    plan = os_update_plan.run(host)
+    options = host.apt_options["dist-upgrade"]
+    assert options[0] == "-o" and options[1].startswith("Dir::State::status=")
+    copy = options[1].split("=", 1)[1]
+    assert copy != host.params["dpkg_status"] and "Status: hold ok installed" in open(copy).read()  # wpasupplicant
+    assert (tmp_path / "status").read_text() == STATUS  # the host's own file is not touched
+    # the three held packages of the unit all move in this upgrade; the person's hold is not lifted
+    assert plan["holds_lifted"] == ["linux-nvidia-hwe-24.04", "nvidia-driver-580-open",
+                                    "linux-modules-nvidia-580-open-nvidia-hwe-24.04"]
+    assert plan["safe"], plan["problems"]
+
+
+def test_without_holds_to_lift_apt_reads_the_hosts_own_status(tmp_path):
+    host = Host(tmp_path, simulation=recorded("good.txt"), install=(0, "Inst x\n", ""),
+                files={"status": STATUS.replace("hold ok", "install ok")},
+                release_holds=rulebook.driver_unit("580")["held"])
+    plan = os_update_plan.run(host)
+    assert host.apt_options["dist-upgrade"] == [] and plan["holds_lifted"] == []
 
 
 def test_the_proof_after_the_move_compares_the_module_with_the_user_space_now_installed(tmp_path):
