@@ -461,6 +461,13 @@ def _driver_packages(packages, branch):
                         "leave it unset (the branch's driver packages)")]
     # A package of another branch (nvidia-driver-590-open): the role pins and holds the branch's packages only, so
     # apt cannot install it, or the install check after it refuses the branch it brought.
+    # The module's package is chosen by nvidia_driver_kernel_module: named here too (the default of earlier releases
+    # named the DKMS driver), the role would put DKMS back beside the precompiled module on every run.
+    module = [str(p) for p in packages if re.match(r"^(nvidia-dkms-|linux-modules-nvidia-)", str(p))]
+    if module:
+        return [Problem("nvidia_driver_packages", packages, "names the kernel module's package %s, which "
+                        "nvidia_driver_kernel_module chooses (precompiled or dkms)" % ", ".join(module),
+                        "leave the module out of nvidia_driver_packages (the user space only), or leave it unset")]
     other = [str(p) for p in packages
              if any(b != str(branch) for b in re.findall(r"-([0-9]{3})(?=-|$|=)", str(p).split("=", 1)[0]))]
     if other:

@@ -159,7 +159,7 @@ RULES = (
         "transaction. An apt run outside the roll (unattended-upgrades, the Dashboard, a person's full-upgrade) "
         "can bring a new kernel while the module or the user space is phased or held back, and after the reboot "
         "the Spark has no GPU: so the role holds the whole unit, kernel metapackages included, and only the OS "
-        "update lifts those holds, for the packages it moves, and sets them again. An OS update proves the next boot's kernel has the module of "
+        "update lifts those holds, for its upgrade, and sets them again. An OS update proves the next boot's kernel has the module of "
         "the pinned branch, the version of the user space installed then (libnvidia-compute-<branch>: on DGX OS "
         "kernel, module and user space move in one transaction), before it reboots. Some kernels broke NCCL over "
         "RoCE on Sparks (field reports): an update refuses them by name, and a kernel built with Kexec HandOver "

@@ -15,7 +15,7 @@ description:
     kernels installed after the upgrade, C(GRUB_DEFAULT) of C(/etc/default/grub) and C(/etc/default/grub.d/*.cfg),
     the grubenv's C(saved_entry) and C(next_entry)), and whether the NVIDIA kernel module of
     the pinned branch exists for that kernel, installed (C(modinfo -k)), brought by the upgrade, installable now
-    (C(apt-get -s install), the driver held), or built by the DKMS driver from headers that are.
+    (C(apt-get -s install), the unit's holds lifted as for the upgrade), or built by the DKMS driver from headers that are.
   - DGX OS builds the NVIDIA modules for each kernel as their own package (rule C(kernel_updates)); an upgrade
     that brings a kernel without it leaves the Spark without its GPU after the reboot.
   - Refuses, with the fix, a next kernel named in the rule book's known-bad list, a missing module, a module
@@ -216,8 +216,8 @@ modules_removed:
   returned: always
 holds_lifted:
   description:
-    - The packages of O(release_holds) held now that the upgrade moves (installs or removes), whose holds the update
-      lifts for it and sets again after; empty with O(stage=installed).
+    - The packages of O(release_holds) held now, whose holds the update lifts for the upgrade (the state the plan
+      simulated) and sets again after; empty when the upgrade changes nothing, and with O(stage=installed).
   type: list
   elements: str
   returned: always
@@ -360,14 +360,17 @@ class Host(object):
         """Point apt's simulations at a copy of dpkg's status file with the holds of release_holds lifted."""
         if not params["release_holds"]:
             return
-        text = self.read(params["dpkg_status"])
-        if text is None:
-            self.module.fail_json(msg="cannot read dpkg's status file %s" % params["dpkg_status"])
+        try:
+            # bytes as they are (a description in another encoding is copied untouched)
+            with open(params["dpkg_status"], "rb") as handle:
+                text = handle.read().decode("utf-8", "surrogateescape")
+        except (IOError, OSError) as exc:
+            self.module.fail_json(msg="cannot read dpkg's status file %s: %s" % (params["dpkg_status"], exc))
         text, self.lifted = lift_holds(text, params["release_holds"])
         if self.lifted:
             path = os.path.join(self.module.tmpdir, "dpkg-status-holds-lifted")
-            with open(path, "w") as handle:
-                handle.write(text)
+            with open(path, "wb") as handle:
+                handle.write(text.encode("utf-8", "surrogateescape"))
             self.apt_options = ["-o", "Dir::State::status=" + path]
 
     def simulate(self, args):
@@ -409,7 +412,7 @@ class Host(object):
 
 def module_state(host, params, kernel, packages, userspace=None):
     """The next kernel's NVIDIA module: installed (modinfo finds it), in the upgrade, installable (apt could
-    install it now, held driver and all), built by DKMS from the kernel's headers, blocked, or missing."""
+    install it now, with the unit's holds lifted as for the upgrade), built by DKMS from the kernel's headers, blocked, or missing."""
     branch = params["branch"]
     name = params["module_package"].format(branch=branch, kernel=kernel)
     upgrading = dict((item["name"], item["to"]) for item in packages["install"])
@@ -626,8 +629,9 @@ def run(module):
     plan = {"running_kernel": running, "next_kernel": kernel, "new_kernels": new, "packages": packages,
             "nvidia_module": dict((k, v) for k, v in nvidia.items() if k != "install"), "known_bad": bad,
             "install": nvidia["install"], "firmware": firmware, "userspace": userspace,
-            "holds_lifted": [name for name in host.lifted
-                             if name in packages["remove"] or any(item["name"] == name for item in packages["install"])],
+            # the state apt simulated: every hold of the unit lifted, whenever the upgrade or the module's install
+            # changes anything (the held user space a phased module needs included); nothing to do, nothing lifted
+            "holds_lifted": list(host.lifted) if packages["install"] or packages["remove"] or nvidia["install"] else [],
             "modules_removed": removed_modules(host, params, packages, running),
             "next_boot": boot,
             "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel)

@@ -58,6 +58,9 @@ BAD = [
     ("nvidia_driver", {"nvidia_driver_branch": "r580"}, "nvidia_driver_branch", "no branch number"),
     ("nvidia_driver", {"nvidia_driver_branch": "590"}, "nvidia_driver_branch", "forbids branch 590"),
     ("nvidia_driver", {"nvidia_driver_packages": []}, "nvidia_driver_packages", "at least one"),
+    # the old default, with the DKMS driver in it: the module is nvidia_driver_kernel_module's
+    ("nvidia_driver", {"nvidia_driver_packages": ["nvidia-driver-580-open", "nvidia-dkms-580-open"]},
+     "nvidia_driver_packages", "nvidia_driver_kernel_module chooses"),
     ("nvidia_driver", {"nvidia_driver_pin_priority": 500}, "nvidia_driver_pin_priority", "below 990"),
     # precompiled modules come with their kernel: moving the user space alone leaves the module behind
     ("nvidia_driver", {"nvidia_driver_package_state": "latest"}, "nvidia_driver_package_state", "without its kernel module"),

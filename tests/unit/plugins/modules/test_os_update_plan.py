@@ -533,6 +533,39 @@ def test_the_plan_simulates_with_the_units_holds_lifted_and_says_which_to_lift(t
     assert plan["safe"], plan["problems"]
 
 
+def test_every_hold_of_the_unit_is_lifted_when_only_the_kernel_moves(tmp_path):
+    """A phased module: the kernel metapackages move, the module is installed by name, and it may need the newer
+    user space, which is held. The upgrade must run in the state apt simulated: every hold of the unit lifted, not
+    only those of the packages the dist-upgrade moves (else apt stops at 'held broken packages' after installing the
+    kernel)."""
+    host = Host(tmp_path, simulation=recorded("good.txt"), install=(0, "Inst x\n", ""), files={"status": STATUS},
+                release_holds=rulebook.driver_unit("580")["held"])
+    plan = os_update_plan.run(host)
+    assert plan["install"] == ["linux-modules-nvidia-580-open-6.17.0-1016-nvidia"]
+    assert host.apt_options["install"] == host.apt_options["dist-upgrade"] != []
+    assert plan["holds_lifted"] == ["linux-nvidia-hwe-24.04", "nvidia-driver-580-open",
+                                    "linux-modules-nvidia-580-open-nvidia-hwe-24.04"]
+
+
+def test_nothing_to_upgrade_lifts_no_hold(tmp_path):
+    host = Host(tmp_path, simulation="0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n",
+                files={"status": STATUS}, release_holds=rulebook.driver_unit("580")["held"])
+    plan = os_update_plan.run(host)
+    assert host.apt_options["dist-upgrade"] != [] and plan["holds_lifted"] == [] and plan["safe"]
+
+
+def test_a_status_file_in_another_encoding_is_copied_untouched(tmp_path):
+    raw = STATUS.encode() + b"\nPackage: old-tool\nStatus: install ok installed\nDescription: caf\xe9\n"
+    (tmp_path / "status").write_bytes(raw)
+    host = Host(tmp_path, simulation=recorded("good.txt"), install=(0, "Inst x\n", ""),
+                release_holds=rulebook.driver_unit("580")["held"])
+    os_update_plan.run(host)
+    copy = open(host.apt_options["dist-upgrade"][1].split("=", 1)[1], "rb").read()
+    # the three holds of the unit lifted, every other byte as it was
+    assert copy.count(b"Status: hold ") == 1 and copy.replace(b"Status: install ok", b"Status: hold ok") == raw.replace(
+        b"Status: install ok", b"Status: hold ok")
+
+
 def test_without_holds_to_lift_apt_reads_the_hosts_own_status(tmp_path):
     host = Host(tmp_path, simulation=recorded("good.txt"), install=(0, "Inst x\n", ""),
                 files={"status": STATUS.replace("hold ok", "install ok")},
