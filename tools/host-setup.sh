@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what the test bed needs on the controller: Debian's
 # docker.io and debootstrap, openssh-client (the simulated Sparks are reached over SSH,
-# tests/sim/README.md), qemu-user-static, prometheus for promtool (`make monitoring`), and a running dockerd.
+# tests/sim/README.md), qemu-user-static, grub-common (grub-editenv), prometheus for promtool (`make monitoring`),
+# and a running dockerd.
 # Safe to run twice.
 set -euo pipefail
 
@@ -18,6 +19,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# grub-editenv (grub-common): the unit tests of sparkfleet.gb10.grub_next_boot write a real grubenv with it, as the
+# OS update does on a Spark (and the updates scenario in its simulated hosts).
+if ! command -v grub-editenv >/dev/null 2>&1; then
+  echo "host-setup: installing grub-common (for grub-editenv)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends grub-common >/dev/null
 fi
 # promtool (`make monitoring`) comes with Debian's prometheus package; only the
 # tool is wanted, so a Prometheus server the package may have started stays off.

@@ -608,6 +608,31 @@ def _grub_strtoul(text):
     return (number, None) if found else (None, "bad")
 
 
+def _spec_part(item):
+    """How ``default``/``next_entry`` names ITEM: its ``--id``, else its title (``>`` written ``>>``)."""
+    return item["id"] if item.get("id") else item["title"].replace(">", ">>")
+
+
+def _is_recovery(entry):
+    words = (entry.get("args") or "").split()
+    return "recovery" in words or "single" in words
+
+
+def entry_spec(menu, release):
+    """What names the entry of MENU (:func:`parse_grub_cfg`) that boots RELEASE normally (not a recovery entry), for
+    ``grub-reboot``/``next_entry`` or GRUB_DEFAULT: ``<id>`` at the top level, ``<submenu id>><entry id>`` inside
+    a submenu (titles where an item has no id), the first such entry in GRUB's order; None when none boots it.
+    :func:`resolve` with it as ``next_entry`` boots that entry."""
+    for item in menu or []:
+        if item["kind"] == "entry" and item.get("release") == release and not _is_recovery(item):
+            return _spec_part(item)
+        if item["kind"] == "submenu":
+            for entry in item.get("entries") or []:
+                if entry["kind"] == "entry" and entry.get("release") == release and not _is_recovery(entry):
+                    return "%s>%s" % (_spec_part(item), _spec_part(entry))
+    return None
+
+
 def _menuentry_eq(ident, spec):
     """GRUB's menuentry_eq: IDENT equals SPEC up to SPEC's first ``>`` that is not ``>>`` (``>>`` matches ``>``)."""
     a, b = (ident or "") + "\0", spec + "\0\0"

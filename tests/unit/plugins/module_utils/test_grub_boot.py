@@ -590,3 +590,17 @@ def test_cmdline_as_proc_cmdline_shows_it(menu):
     assert " ".join(words) == ("BOOT_IMAGE=/boot/vmlinuz-%s root=UUID=%s ro quiet splash kho=off vt.handoff=7"
                                % (NEW, UUID))
     assert grub_boot.cmdline(menu[0], variables={})[-1] == "kho=off"
+
+
+def test_entry_spec_names_the_normal_entry_of_a_release_not_its_recovery():
+    menu = grub_boot.parse_grub_cfg(fixture("grub.cfg"))
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    # the newest kernel: the top-level "Ubuntu" entry, first in GRUB's order
+    assert grub_boot.entry_spec(menu, "6.17.0-1014-nvidia") == "gnulinux-simple-" + dev
+    # an older one: its advanced entry inside the submenu
+    older = grub_boot.entry_spec(menu, "6.11.0-1016-nvidia")
+    assert older == "gnulinux-advanced-%s>gnulinux-6.11.0-1016-nvidia-advanced-%s" % (dev, dev)
+    chosen = grub_boot.resolve(menu, "0", {"next_entry": older})
+    assert chosen["by"] == "next_entry" and chosen["entry"]["release"] == "6.11.0-1016-nvidia"
+    assert "recovery" not in chosen["entry"]["args"].split()
+    assert grub_boot.entry_spec(menu, "7.0.0-1019-nvidia") is None

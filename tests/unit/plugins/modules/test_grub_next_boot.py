@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+"""The next boot made the running kernel's, as grub-reboot does: a real grub-editenv (package grub-common, installed
+by `make setup`) writes the grubenv of a recorded grub.cfg (tests/fixtures/grub), and the next boot is computed
+again the way GRUB computes it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import grub_boot
+from ansible_collections.sparkfleet.gb10.plugins.modules import grub_next_boot
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "grub")
+NEWEST, OLDER = "6.17.0-1014-nvidia", "6.11.0-1016-nvidia"
+
+
+class Module(object):
+    """A stand-in for AnsibleModule that runs its commands for real."""
+
+    def __init__(self, tmp_path, check_mode=False, **params):
+        boot = tmp_path / "boot"
+        (boot / "grub").mkdir(parents=True)
+        shutil.copy(os.path.join(FIXTURES, "grub.cfg"), str(boot / "grub" / "grub.cfg"))
+        for release in (NEWEST, OLDER):
+            (boot / ("vmlinuz-" + release)).write_text("")
+        (tmp_path / "default" / "grub.d").mkdir(parents=True)
+        shutil.copy(os.path.join(FIXTURES, "default-grub"), str(tmp_path / "default" / "grub"))
+        self.params = dict(boot_dir=str(boot), grub_dir="", etc_default=str(tmp_path / "default"),
+                           grub_editenv="grub-editenv")
+        self.params.update(params)
+        self.check_mode = check_mode
+        self.grubenv = boot / "grub" / "grubenv"
+        self.ran = []
+
+    def get_bin_path(self, name, required=False):
+        found = shutil.which(name)
+        assert found, "%s is not installed: make setup installs grub-common" % name
+        return found
+
+    def run_command(self, argv, check_rc=False):
+        self.ran.append(argv)
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert not check_rc or done.returncode == 0, done.stderr
+        return done.returncode, done.stdout, done.stderr
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs["msg"])
+
+
+def test_the_running_older_kernel_becomes_the_next_boot_once(tmp_path):
+    """GRUB_DEFAULT=0 boots the newest kernel (the one a proof refused); next_entry makes the next boot the running
+    one, written by the real grub-editenv in the block format GRUB reads."""
+    module = Module(tmp_path, release=OLDER)
+    result = grub_next_boot.run(module)
+    assert result["changed"] and result["before"]["release"] == NEWEST
+    assert result["next_boot"]["release"] == OLDER and result["next_boot"]["by"] == "next_entry"
+    assert module.ran == [[shutil.which("grub-editenv"), str(module.grubenv), "set", "next_entry=" + result["next_entry"]]]
+    raw = module.grubenv.read_bytes()
+    assert len(raw) == 1024 and raw.startswith(grub_boot.GRUBENV_SIGNATURE.encode())
+    assert grub_boot.read_grubenv(raw.decode())["next_entry"].endswith(">gnulinux-%s-advanced-3f0c6b9e-8d2a-4c71-9b5e-"
+                                                                       "2a7d41c0e8f5" % OLDER)
+    # a second run finds it done and writes nothing
+    again = Module(tmp_path / "again", release=OLDER)
+    again.grubenv.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(str(module.grubenv), str(again.grubenv))
+    second = grub_next_boot.run(again)
+    assert not second["changed"] and again.ran == []
+
+
+def test_check_mode_says_what_it_would_write_and_writes_nothing(tmp_path):
+    module = Module(tmp_path, check_mode=True, release=OLDER)
+    result = grub_next_boot.run(module)
+    assert result["changed"] and ">" in result["next_entry"] and module.ran == [] and not module.grubenv.exists()
+
+
+def test_the_next_boot_already_the_release_changes_nothing(tmp_path):
+    module = Module(tmp_path, release=NEWEST)
+    result = grub_next_boot.run(module)
+    assert not result["changed"] and result["next_entry"] is None and module.ran == []
+
+
+def test_a_kernel_grub_cfg_has_no_entry_for_is_refused_with_the_fix(tmp_path):
+    module = Module(tmp_path, release="7.0.0-1019-nvidia")
+    with pytest.raises(AssertionError, match="no entry of .*grub.cfg boots kernel 7.0.0-1019-nvidia.*update-grub"):
+        grub_next_boot.run(module)
+    assert module.ran == []
