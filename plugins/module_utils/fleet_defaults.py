@@ -58,6 +58,10 @@ FLEET_DEFAULTS = {
                               "vllm_service's page-cache helper records each drop (when, asked by whom, for which start)",
                               "fleet_health's probe (sparkfleet_page_cache_dropped_timestamp_seconds), the summary "
                               "(the fleet table), tools/chaos.py"),
+    "reboot_hold_file": ("/var/lib/sparkfleet-os-update/do-not-reboot.json", None,
+                         "os_update writes it after a stop past its upgrade (why, the running kernel, the kernel the next "
+                         "boot would have started) and removes it when the host's update passes its gates",
+                         "fleet_health's probe (sparkfleet_do_not_reboot)"),
     "benchmark_file": ("/var/lib/sparkfleet/benchmark.json", "sparkfleet_benchmark_file",
                        "fleet_benchmark writes the last sweep of each model whose API the host serves",
                        "fleet_health's probe (the sparkfleet_benchmark_* metrics), the summary (the fleet table)"),

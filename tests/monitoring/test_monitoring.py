@@ -19,7 +19,7 @@ DASHBOARD = os.path.join(mn.TOP, "monitoring", "grafana", "sparkfleet-fleet.json
 REQUIRED_ALERTS = {
     "SparkfleetEndpointDown", "SparkfleetCrashLoop", "SparkfleetRayMemberMissing", "SparkfleetDriverModuleMismatch",
     "SparkfleetFabricMtuWrong", "SparkfleetPrefixCacheHitRateLow", "SparkfleetKvCacheUsageHigh",
-    "SparkfleetNextBootKernelWithoutGpu", "SparkfleetNextBootKernelKnownBad",
+    "SparkfleetNextBootKernelWithoutGpu", "SparkfleetNextBootKernelKnownBad", "SparkfleetDoNotReboot",
 }
 
 

@@ -68,6 +68,9 @@ METRICS = {
                                                     "of the pinned driver branch; 0 means no GPU after the next reboot."),
     "sparkfleet_next_boot_kernel_known_bad": ("gauge", "1 when the kernel the next boot starts is on the rule book's "
                                                        "known-bad list (rule kernel_updates), else 0."),
+    "sparkfleet_do_not_reboot": ("gauge", "1 while os_update's record says not to reboot the host (a stop past its "
+                                          "upgrade: the kernel the next boot would start was not proven), with the "
+                                          "step, the running kernel and the refused one; else 0."),
     "sparkfleet_benchmark_output_tokens_per_second": ("gauge", "Output tokens per second of the last benchmark sweep, "
                                                                "summed over the concurrent requests, by concurrency."),
     "sparkfleet_benchmark_ttft_p99_seconds": ("gauge", "p99 time to first token of the last benchmark sweep."),
@@ -416,6 +419,15 @@ def benchmark_samples(sweep):
     return samples
 
 
+def reboot_hold_samples(record):
+    """sparkfleet_do_not_reboot from os_update's record (None: no record, 0)."""
+    if record is None:
+        return [("sparkfleet_do_not_reboot", {}, 0)]
+    record = record if isinstance(record, dict) else {}
+    labels = dict((key, str(record.get(key) or UNKNOWN)) for key in ("step", "running_kernel", "refused_kernel"))
+    return [("sparkfleet_do_not_reboot", labels, 1)]
+
+
 def page_cache_samples(state):
     """When this host last dropped its page cache before a load, by how it was asked for (``local``: a vLLM unit of
     its own started; ``asked``: the head of a multi-node model it follows asked), from the helper's record
@@ -602,6 +614,18 @@ def collect(config, runner=run, http_get=http):
             samples += page_cache_samples(state if isinstance(state, dict) else {})
         except (OSError, ValueError) as exc:
             failures.append("page cache: cannot read %s: %s" % (config["page_cache_file"], exc))
+
+    if config.get("reboot_hold_file"):
+        record = None
+        if os.path.isfile(config["reboot_hold_file"]):
+            try:
+                with open(config["reboot_hold_file"]) as handle:
+                    record = json.load(handle)
+            except (OSError, ValueError) as exc:
+                # unreadable: still a record that says not to reboot
+                record = {}
+                failures.append("reboot hold: cannot read %s: %s" % (config["reboot_hold_file"], exc))
+        samples += reboot_hold_samples(record)
 
     if config.get("benchmark_file") and os.path.isfile(config["benchmark_file"]):
         try:

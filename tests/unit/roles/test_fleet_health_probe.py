@@ -360,6 +360,40 @@ def test_an_unreadable_sweep_is_a_failed_check_not_a_crash(tmp_path, capsys):
     assert "FAILED benchmark: cannot read" in capsys.readouterr().out
 
 
+def _hold_run(tmp_path, record):
+    """The probe over os_update's do-not-reboot record (None: no record file)."""
+    hold = tmp_path / "do-not-reboot.json"
+    if record is not None:
+        hold.write_text(record if isinstance(record, str) else json.dumps(record))
+    out = tmp_path / "textfile"
+    out.mkdir()
+    (tmp_path / "probe.json").write_text(json.dumps({"textfile_dir": str(out), "reboot_hold_file": str(hold)}))
+    rc = probe.main(["--config", str(tmp_path / "probe.json")])
+    return rc, parse_exposition((out / "sparkfleet_health.prom").read_text())
+
+
+def test_the_record_that_says_not_to_reboot_is_exported_with_its_kernels(tmp_path):
+    """What os_update's rescue writes after a refused proof (roles/os_update/tasks/stopped.yml)."""
+    rc, samples = _hold_run(tmp_path, {"reason": "the next boot's kernel 6.17.0-1020-nvidia has no NVIDIA module",
+                                       "step": "proof", "running_kernel": "6.17.0-1016-nvidia",
+                                       "refused_kernel": "6.17.0-1020-nvidia", "next_boot": "6.17.0-1016-nvidia",
+                                       "next_boot_once": True})
+    assert rc == 0
+    assert _value(samples, "sparkfleet_do_not_reboot", step="proof", running_kernel="6.17.0-1016-nvidia",
+                  refused_kernel="6.17.0-1020-nvidia") == 1
+
+
+def test_no_record_is_zero_and_an_unreadable_one_still_says_not_to_reboot(tmp_path, capsys):
+    (tmp_path / "none").mkdir()
+    (tmp_path / "broken").mkdir()
+    rc, samples = _hold_run(tmp_path / "none", None)
+    assert rc == 0 and _value(samples, "sparkfleet_do_not_reboot") == 0
+    rc, samples = _hold_run(tmp_path / "broken", "{not json")
+    assert _value(samples, "sparkfleet_do_not_reboot", step="unknown", running_kernel="unknown",
+                  refused_kernel="unknown") == 1
+    assert "FAILED reboot hold: cannot read" in capsys.readouterr().out
+
+
 # Where the role installs grub_boot.py beside the probe (fleet_health_lib_dir): here, the collection's own file.
 LIB_DIR = os.path.join(os.path.dirname(PROBE), "..", "..", "..", "plugins", "module_utils")
 
