@@ -39,6 +39,8 @@ BOOT_UNIT = ("sparkfleet-sim-boot-kernel.service", "/etc/systemd/system", "0644"
 APT = "DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Options::=--force-confold"
 # What the hosts run before the update: the stand-ins' base kernel repository and the driver stand-ins' 580.142.
 BASE_DRIVER = "580.142"
+# what the stand-ins' update moves the user space to (tests/sim/standins/build-localrepo.sh, DRIVER)
+NEW_DRIVER = "580.159.03"
 BASE_UNIT = (("linux-nvidia-hwe-24.04", "6.17.0-1014.14"), ("linux-image-nvidia-hwe-24.04", "6.17.0-1014.14"),
              ("linux-headers-nvidia-hwe-24.04", "6.17.0-1014.14"),
              ("linux-modules-nvidia-580-open-nvidia-hwe-24.04", "6.17.0-1014.14+1"),
@@ -166,7 +168,8 @@ def fault_os_update(c, problems):
         for host in (c.follower, c.head):
             restore(c, host)
     detail = ("inventories/sim-independent; playbooks/os_update.yml --limit each host in turn, kernel %s published "
-              "with its module left out of the upgrade: %s" % (NEW_KERNEL, "; ".join(details)))
+              "with its module and the 580 user space %s (DGX OS's unit, held between rolls): %s"
+              % (NEW_KERNEL, NEW_DRIVER, "; ".join(details)))
     rc_back, back_s = c.playbook("demo-restore", "site.yml", "-i", c.demo_inventory)
     if rc_back != 0:
         problems.append("os-update: putting back inventories/sim failed (rc %d, build/chaos/demo-restore.log)" % rc_back)
