@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 
 def _journal(host, unit):
     return host.run("journalctl -u %s -n 30 --no-pager" % unit).stdout
@@ -122,16 +120,16 @@ def test_driver_packages_installed_and_held(host, hostvars):
             assert name in held, "%s: %s is not held (held: %s)" % (hostvars.hostname, name, sorted(held))
 
 
-def test_precompiled_module_held_and_no_dkms(host, hostvars):
-    """DGX OS's precompiled module: its metapackage installed and held with the driver, the DKMS driver absent."""
-    if hostvars["nvidia_driver_kernel_module"] != "precompiled":
-        pytest.skip("the inventory chose the DKMS driver (nvidia_driver_kernel_module: dkms)")
+def test_the_kernel_module_package_of_the_chosen_mechanism_is_held(host, hostvars):
+    """The module's package nvidia_driver_kernel_module chose is installed and held with the driver, and the other
+    mechanism's is absent: DGX OS's precompiled metapackage without the DKMS driver, or the DKMS driver alone."""
     branch, flavour = str(hostvars["nvidia_driver_branch"]), hostvars["nvidia_driver_kernel_flavour"]
-    meta = "linux-modules-nvidia-%s-open-%s" % (branch, flavour)
-    assert host.package(meta).is_installed, "%s: %s is not installed" % (hostvars.hostname, meta)
-    assert meta in host.check_output("apt-mark showhold").split(), "%s: %s is not held" % (hostvars.hostname, meta)
-    dkms = "nvidia-dkms-%s-open" % branch
-    assert not host.package(dkms).is_installed, "%s: %s is installed" % (hostvars.hostname, dkms)
+    meta, dkms = "linux-modules-nvidia-%s-open-%s" % (branch, flavour), "nvidia-dkms-%s-open" % branch
+    wanted, other = (meta, dkms) if hostvars["nvidia_driver_kernel_module"] == "precompiled" else (dkms, meta)
+    assert host.package(wanted).is_installed, "%s: %s is not installed" % (hostvars.hostname, wanted)
+    if hostvars["nvidia_driver_hold"]:
+        assert wanted in host.check_output("apt-mark showhold").split(), "%s: %s is not held" % (hostvars.hostname, wanted)
+    assert not host.package(other).is_installed, "%s: %s is installed" % (hostvars.hostname, other)
 
 
 def test_fabric_port_mtu_and_address(host, hostvars):
