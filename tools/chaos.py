@@ -340,9 +340,14 @@ def record(rows, path):
     """Write the faults section of bench/results.md (make bench keeps it): the rows of this run
     replace those of the same faults; rows of faults not run this time stay, with their date."""
     text = open(path).read() if os.path.exists(path) else ""
-    kept = {}
+    kept, after = {}, ""
     if SECTION in text:
         old = text[text.index(SECTION):]
+        # the sections after this one stay where they are
+        following = re.search(r"(?m)^## ", old[len(SECTION):])
+        if following:
+            after = old[len(SECTION) + following.start():]
+            old = old[:len(SECTION) + following.start()]
         # Rows written before the table had its date column take the section's date.
         dated = re.search(r"on (\d{4}-\d\d-\d\d)", old)
         for line in old.splitlines():
@@ -360,7 +365,8 @@ def record(rows, path):
                "running; `make chaos FAULTS=...` measures some again and keeps the other rows." % (os.cpu_count() or 0),
                ""] + HEADER + [kept[fault] for fault in FAULTS if fault in kept]
     with open(path + ".tmp", "w") as handle:
-        handle.write(text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(section) + "\n")
+        handle.write(text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(section) + "\n"
+                     + ("\n" + after.rstrip("\n") + "\n" if after else ""))
     os.replace(path + ".tmp", path)
 
 

@@ -12,6 +12,11 @@ Read against real recordings of fwupdmgr 2.0.20 (tests/fixtures/fwupd, README th
   that cannot be reached: 101 for ``refresh``).
 - ``fwupdmgr update --assume-yes --no-reboot-check DEVICE`` installs the newest release on DEVICE; it exits 0
   whether it installed one or found nothing newer (then it names the device as up to date).
+- ``fwupdmgr get-devices --json`` prints ``{"Devices": [...]}``, each with its ``DeviceId`` and the ``Version``
+  it runs now; ``fwupdmgr get-history --json`` the installs fwupd remembers, each device with ``UpdateState`` (2
+  success, 3 failed, 4 needs a reboot, 5 failed transiently) and ``UpdateError``. After the reboot of an update
+  that needs one, fwupd itself compares the device's version with the release and records success or "failed to
+  run update on reboot: expected X and got Y" (fwupd's src/fu-engine.c, fu_engine_update_history_device).
 
 Pure Python, no Ansible imports.
 """
@@ -42,6 +47,18 @@ def get_updates_argv(fwupdmgr="fwupdmgr"):
 def update_argv(device_id, fwupdmgr="fwupdmgr"):
     """Install the newest release on one device; the reboot is the caller's (os_update's), not fwupdmgr's."""
     return [fwupdmgr, "update", "--assume-yes", "--no-reboot-check", device_id]
+
+
+def get_devices_argv(fwupdmgr="fwupdmgr"):
+    return [fwupdmgr, "get-devices", "--json"]
+
+
+def get_history_argv(fwupdmgr="fwupdmgr"):
+    return [fwupdmgr, "get-history", "--json"]
+
+
+# fwupd's FwupdUpdateState, as get-history --json prints it.
+UPDATE_STATES = {0: "unknown", 1: "pending", 2: "success", 3: "failed", 4: "needs-reboot", 5: "failed-transient"}
 
 
 def _error(rc, out, err):
@@ -96,6 +113,50 @@ def parse_updates(rc, out, err=""):
             "release_flags": list(first.get("Flags") or []),
         })
     return updates
+
+
+def parse_devices(rc, out, err=""):
+    """``fwupdmgr get-devices --json`` or ``get-history --json`` -> ``{device_id: {name, version, update_state,
+    update_error, release}}`` (``update_state`` by name, ``release`` the version of the newest release listed: in
+    the history, the one that was installed). Raise FwupdError when fwupdmgr failed."""
+    try:
+        data = json.loads(out)
+    except ValueError:
+        raise FwupdError(_error(rc, out, err))
+    if not isinstance(data, dict) or rc != 0 or "Error" in data:
+        raise FwupdError(_error(rc, out, err))
+    devices = {}
+    for device in data.get("Devices") or []:
+        releases = device.get("Releases") or []
+        devices[device.get("DeviceId")] = {
+            "name": device.get("Name"),
+            "version": device.get("Version"),
+            "update_state": UPDATE_STATES.get(device.get("UpdateState"), device.get("UpdateState")),
+            "update_error": device.get("UpdateError"),
+            "release": releases[0].get("Version") if releases else None,
+        }
+    return devices
+
+
+def verify(installed, devices, history=None):
+    """Each update of INSTALLED (parse_updates' items, installed before the reboot) judged by the version its device
+    runs now (DEVICES: parse_devices of get-devices): ``{device_id, name, expected, found, ok, history}``, where
+    ``history`` is what fwupd recorded of the install (HISTORY: parse_devices of get-history), for the reason of a
+    failure."""
+    results = []
+    for update in installed:
+        device = devices.get(update["device_id"]) or {}
+        recorded = (history or {}).get(update["device_id"]) or {}
+        found = device.get("version")
+        results.append({
+            "device_id": update["device_id"],
+            "name": update.get("name") or device.get("name"),
+            "expected": update["update_version"],
+            "found": found,
+            "ok": found is not None and found == update["update_version"],
+            "history": dict((k, recorded.get(k)) for k in ("update_state", "update_error", "release")) if recorded else None,
+        })
+    return results
 
 
 def describe(update):

@@ -130,3 +130,43 @@ def test_no_retry_timer_before_the_read_or_without_a_vllm_unit(render_role_vars)
     skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
     seen = render_role_vars(SIM, VARS, "_os_update_retry_timers", extra_vars={"__os_update_retry_read": skipped})
     assert seen == {"spark-1": [], "spark-2": []}
+
+
+def _tasks_of(tasks):
+    """Every task of a tasks file, those inside blocks (block, rescue, always) included."""
+    for task in tasks:
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _tasks_of(task.get(key) or [])
+
+
+def test_every_package_change_runs_detached_and_is_waited_for():
+    # A dropped SSH connection must not hang up dpkg halfway: each apt task of the upgrade runs under Ansible's async
+    # wrapper (poll 0), and the next task waits for that job.
+    tasks = list(_tasks_of(_load("tasks", "upgrade.yml")))
+    apt = [i for i, task in enumerate(tasks) if "ansible.builtin.apt" in task]
+    assert len(apt) == 2
+    for i in apt:
+        assert tasks[i]["poll"] == 0 and tasks[i]["async"] == "{{ os_update_upgrade_timeout }}", tasks[i]["name"]
+        job = tasks[i]["register"]
+        wait = tasks[i + 1]
+        assert wait["ansible.builtin.async_status"]["jid"] == "{{ %s.ansible_job_id }}" % job
+        assert wait["until"] == "%s.finished" % wait["register"]
+        assert wait.get("when") == tasks[i].get("when")
+
+
+def test_firmware_has_its_own_reboot_after_the_kernels_gates():
+    # the kernel's reboot does not install firmware nor reboot for it; the firmware phase runs after the gates
+    boot = _load("tasks", "boot.yml")
+    assert not any("firmware" in str(task.get("ansible.builtin.command", "")) or "item.argv" in str(task)
+                   for task in boot)
+    assert "firmware" not in str(next(t for t in boot if t["name"] == "Decide on the reboot"))
+    main = _load("tasks", "main.yml")
+    names = [task["name"] for task in main]
+    assert names.index("Firmware, its own reboot, verified after it by version") > names.index("Gates after the update")
+    firmware = _load("tasks", "firmware.yml")
+    order = [task["name"] for task in firmware]
+    assert order.index("Install the firmware updates of the plan") < order.index("Reboot for the firmware") < \
+        order.index("Judge the firmware by version") < order.index("Refuse firmware its device does not run") < \
+        order.index("The host's gates after the firmware's reboot")
+    assert firmware[1]["ansible.builtin.import_tasks"] == "drain.yml"

@@ -25,6 +25,16 @@ def test_record_replaces_its_own_section_and_keeps_the_bench_figures(tmp_path):
     assert "| head-kill | 50 s | 2026-11-23 | y |" in text and "56 s" not in text
 
 
+def test_record_keeps_the_sections_after_its_own_in_place(tmp_path):
+    results = tmp_path / "results.md"
+    results.write_text("# bench\n\n" + chaos.SECTION + "\n\n| fault | time to recovery | measured | what was checked |\n"
+                       "|---|---|---|---|\n| head-kill | 56 s | 2026-11-22 | x |\n\n## A CPU without AVX-512\n\nkept\n")
+    chaos.record(["| head-kill | 50 s | 2026-11-23 | y |"], str(results))
+    text = results.read_text()
+    assert text.index(chaos.SECTION) < text.index("| head-kill | 50 s |") < text.index("## A CPU without AVX-512")
+    assert text.endswith("## A CPU without AVX-512\n\nkept\n") and "56 s" not in text
+
+
 def test_record_keeps_the_rows_of_faults_not_run_again_in_fault_order(tmp_path):
     results = tmp_path / "results.md"
     # A section written before the table had its date column: its rows take the section's date.

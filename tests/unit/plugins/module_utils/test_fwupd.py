@@ -68,3 +68,37 @@ def test_dpkg_reads_packages_as_gb10_facts_does():
 
     assert gb10_facts.gather_packages("dpkg-query", run, []) == dpkg.parse_dpkg_query(text)
     assert asked == [dpkg.query_argv("dpkg-query")]
+
+
+def test_the_verify_recordings_were_made_with_the_commands_the_role_runs():
+    for name in ("get-devices-updated", "get-devices-restarted"):
+        assert recorded(name)[0]["argv"] == fwupd.get_devices_argv()
+    assert recorded("get-history-restarted")[0]["argv"] == fwupd.get_history_argv()
+
+
+def test_a_device_that_runs_the_installed_release_is_verified():
+    offer = fwupd.parse_updates(*recorded("get-updates-offer")[1])
+    devices = fwupd.parse_devices(*recorded("get-devices-updated")[1])
+    history = fwupd.parse_devices(*recorded("get-history")[1])
+    found = fwupd.verify(offer, devices, history)
+    assert [(r["name"], r["expected"], r["found"], r["ok"]) for r in found] == [
+        ("Integrated Webcam\u2122", "1.2.4", "1.2.4", True)]
+    assert found[0]["history"] == {"update_state": "success", "update_error": None, "release": "1.2.4"}
+
+
+def test_a_device_back_at_its_old_firmware_after_a_restart_is_not_verified():
+    # fwupd's test device is made anew at 1.2.2 at every start of fwupd: the shape of a device that did not take it
+    offer = fwupd.parse_updates(*recorded("get-updates-offer")[1])
+    devices = fwupd.parse_devices(*recorded("get-devices-restarted")[1])
+    found = fwupd.verify(offer, devices, fwupd.parse_devices(*recorded("get-history-restarted")[1]))
+    assert [(r["expected"], r["found"], r["ok"]) for r in found] == [("1.2.4", "1.2.2", False)]
+
+
+def test_a_device_gone_after_the_reboot_is_not_verified():
+    offer = fwupd.parse_updates(*recorded("get-updates-offer")[1])
+    assert fwupd.verify(offer, {}, {})[0]["ok"] is False
+
+
+def test_parse_devices_raises_fwupds_own_failure():
+    with pytest.raises(fwupd.FwupdError, match="exited 101"):
+        fwupd.parse_devices(*recorded("refresh-offline")[1])
