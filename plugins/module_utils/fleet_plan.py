@@ -28,6 +28,7 @@ Pure Python, unit tested on every example inventory (``tests/unit/plugins/module
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -511,6 +512,27 @@ def sized(entry):
 def split_memory(gb10, entries, host):
     """The memory arithmetic of the entries one host holds, from its gb10 facts (``gpu_memory_utilization``)."""
     return gpu_memory_utilization(gb10, entries, host=host)
+
+
+def split_once(memory_split=split_memory):
+    """``memory_split`` asked once per host and entries (the same entries with or without their ``source``):
+    preflight judges a host's arithmetic and the plan it then builds carries that same result, computed once. A
+    split that raised raises the same error again."""
+    seen = {}
+
+    def once(gb10, entries, host):
+        key = json.dumps([host, gb10, [strip_placement(entry, ("source",)) for entry in entries]], sort_keys=True,
+                         default=str)
+        if key not in seen:
+            try:
+                seen[key] = (memory_split(gb10, entries, host), None)
+            except Exception as exc:  # pylint: disable=broad-except
+                seen[key] = (None, exc)
+        result, error = seen[key]
+        if error is not None:
+            raise error
+        return copy.deepcopy(result)
+    return once
 
 
 def plan_memory(plan, fleet, memory_split=split_memory):

@@ -1298,6 +1298,8 @@ def judge_fleet(fleet, role_specs, checks=None):
         findings.extend(check_unknown_variables(host, host_vars, role_specs))
     if not checks:
         return None, redact_findings(findings, secrets)
+    # One memory arithmetic per host: check_models judges it and the plan carries the same result.
+    checks = dict(checks, gpu_memory_utilization=fleet_plan.split_once(checks["gpu_memory_utilization"]))
     findings.extend(check_fabric(fleet))
     findings.extend(check_fabric_subnets(fleet))
     findings.extend(check_fleet_variables(fleet))

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.action.fleet_preflight import fleet_checks
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_preflight as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.modules import gb10_facts
@@ -246,3 +247,30 @@ def test_preflight_hands_the_inventory_groups_to_the_layout_check():
     assert ("b, c", "group ray_head", ["a"]) in said(found)
     action = open(os.path.join(TOP, "plugins", "action", "fleet_preflight.py")).read()
     assert 'checks["groups"] = ' in action and 'task_vars.get("groups")' in action
+
+
+def test_preflight_computes_each_hosts_memory_split_once():
+    """check_models judges a host's memory arithmetic and the plan preflight builds carries it: one split per host,
+    not one for the check and another for the plan (issue: the split ran in _check_memory and in plan_memory)."""
+    calls = []
+    checks = fleet_checks(os.path.join(TOP, "roles"))
+    split = checks["gpu_memory_utilization"]
+
+    def counted(gb10, entries, host_name):
+        calls.append(host_name)
+        return split(gb10, entries, host_name)
+
+    sized = dict(SIZED, weights_gib=15.2, source={"type": "dir", "path": "/srv/models/q"})
+    fleet = {"a": host("192.168.100.10", sparkfleet_models=[sized]),
+             "b": host("192.168.100.11", sparkfleet_models=[dict(sized, name="r")])}
+    plan, found = fp.judge_fleet(fleet, fp.load_role_specs(os.path.join(TOP, "roles")),
+                                 dict(checks, gpu_memory_utilization=counted))
+    assert found == [] and plan["hosts"]["a"]["memory"] and plan["hosts"]["b"]["memory"]
+    assert sorted(calls) == ["a", "b"]
+
+
+def test_a_split_that_fails_fails_again_from_the_memo():
+    once = fleet_plan.split_once(lambda gb10, entries, host_name: (_ for _ in ()).throw(ValueError("too big")))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="too big"):
+            once({}, [{"name": "q"}], "a")
