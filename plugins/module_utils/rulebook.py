@@ -42,6 +42,24 @@ R_UMA_HARD_RESET = "https://github.com/NVIDIA/dgx-spark-playbooks/issues/97"
 
 FIELD_REPORTS = (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE, R_UMA_HOST_WEDGE, R_UMA_HARD_RESET)
 
+# Public records (upstream source files and documentation, pinned to the commit read) for facts about the platform
+# the Sparks boot with that neither the source documents nor field reports cover: how Secure Boot is read and which
+# keys sign the NVIDIA module (rule secure_boot_modules).
+P_EFI_GLOBAL_GUID = ("https://github.com/torvalds/linux/blob/348324c5b10bcba8d9daabdfb85a6927311be34f/"
+                     "include/linux/efi.h")
+P_EFIVARFS_LAYOUT = "https://docs.kernel.org/filesystems/efivarfs.html"
+P_KERNEL_SB_STATE = ("https://github.com/torvalds/linux/blob/147ae83bf4e10539dc34ad6eff054906b3fb00bf/"
+                     "drivers/firmware/efi/libstub/secureboot.c")
+P_KMOD_SIGNER = ("https://github.com/kmod-project/kmod/blob/01d9c6a0760971af9f8bcecd9c5935abd4a538e3/"
+                 "libkmod/libkmod-signature.c")
+P_UBUNTU_KERNEL_CERTS = ("https://github.com/rene/eve-kernel/blob/6a001581c87c4d4b1ea29a9ef5fe9fb9b60c74f2/"
+                         "debian/canonical-certs.pem")
+P_DKMS_UBUNTU_MOK = "https://github.com/dkms-project/dkms/blob/04154266549a7b3723f8e7a18515b59c34e921b1/dkms.in"
+P_MOKUTIL_TEST_KEY = "https://github.com/lcp/mokutil/blob/a0e52a974e3ef222ee454bab76602afd7f4c0440/src/mokutil.c"
+
+PUBLIC_RECORDS = (P_EFI_GLOBAL_GUID, P_EFIVARFS_LAYOUT, P_KERNEL_SB_STATE, P_KMOD_SIGNER, P_UBUNTU_KERNEL_CERTS,
+                  P_DKMS_UBUNTU_MOK, P_MOKUTIL_TEST_KEY)
+
 # The stack limit of the seeds' vLLM containers (002: --ulimit stack=67108864), in bytes.
 _STACK_BYTES = 64 * 1024 * 1024
 
@@ -165,6 +183,41 @@ RULES = (
         "RoCE on Sparks (field reports): an update refuses them by name, and a kernel built with Kexec HandOver "
         "on by default unless the boot turns it off, unless the inventory says why one is accepted.",
         (R_KERNEL_1019_NCCL, R_KERNEL_1019_CMA, R_KERNEL_1019_WEDGE),
+    ),
+    Rule(
+        "secure_boot_modules",
+        "Under Secure Boot the next kernel's NVIDIA module must be signed by a key the kernel trusts",
+        {
+            # The EFI global variable SecureBoot (GUID EFI_GLOBAL_VARIABLE_GUID) as efivarfs names its file: 4
+            # attribute bytes, then the data byte (1: on).
+            "secure_boot_efivar": "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+            # modinfo's signer (the CN of the certificate that signed the module) of the keys Ubuntu's kernels carry
+            # built in (debian/canonical-certs.pem): a module signed by one loads under Secure Boot as it is.
+            "module_trusted_signers": [
+                {"signer": "Canonical Ltd. Kernel Module Signing",
+                 "why": "the key Canonical signs the precompiled NVIDIA modules (linux-modules-nvidia-<branch>-open-"
+                        "<kernel>, noble's restricted component) with; its certificate is built into Ubuntu's "
+                        "kernels (valid 2016-05-31 to 2026-05-29)",
+                 "sources": [P_UBUNTU_KERNEL_CERTS, P_KMOD_SIGNER]},
+                {"signer": "Canonical Ltd. Kernel Module Signing 2025 Kmod",
+                 "why": "its successor (valid from 2025-11-21), built into Ubuntu's kernels beside it",
+                 "sources": [P_UBUNTU_KERNEL_CERTS, P_KMOD_SIGNER]},
+            ],
+            # The certificate DKMS signs the modules it builds with on Ubuntu (made by update-secureboot-policy
+            # --new-key); the kernel trusts it only once enrolled as a MOK (mokutil --import, confirmed at the next
+            # boot's MOK manager).
+            "mok_certificate": "/var/lib/shim-signed/mok/MOK.der",
+        },
+        "With Secure Boot on, the kernel loads only modules signed by a key it trusts, and refuses the others; "
+        "modinfo's version check does not see it, so the next boot's kernel would start without its GPU. The state "
+        "is the EFI variable SecureBoot, read from efivarfs (4 attribute bytes, then 1 for on; absent, no Secure "
+        "Boot). DGX OS's precompiled modules are signed by Canonical's kernel module key, built into the kernel; "
+        "the DKMS driver's modules are signed with the machine's own MOK, which the kernel trusts only once it is "
+        "enrolled (mokutil --test-key answers 'is already enrolled' or 'is not enrolled'; its exit status changed "
+        "meaning after mokutil 0.7.2, so the words are read). An OS update refuses a reboot into a kernel whose "
+        "module would be refused: unsigned, or signed by a key not enrolled.",
+        (P_EFI_GLOBAL_GUID, P_EFIVARFS_LAYOUT, P_KERNEL_SB_STATE, P_KMOD_SIGNER, P_UBUNTU_KERNEL_CERTS,
+         P_DKMS_UBUNTU_MOK, P_MOKUTIL_TEST_KEY),
     ),
     Rule(
         "unified_memory",

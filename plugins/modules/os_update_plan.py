@@ -33,6 +33,10 @@ description:
     is reported, with the running kernel named when it is that one (a fallback boot into it has no GPU).
   - With O(firmware), it also lists the firmware updates C(fwupdmgr get-updates --json) offers, after
     C(fwupdmgr refresh) (the metadata of fwupd's remotes, as the role refreshes apt's package lists first).
+  - With Secure Boot on (the EFI variable SecureBoot, read from efivarfs), it refuses a next kernel whose NVIDIA
+    module the kernel would not load (rule C(secure_boot_modules)) - unsigned, or signed by a key the kernel does not
+    trust by itself (O(trusted_signers)) that is not an enrolled MOK (C(mokutil --test-key)). In a plan, a module the
+    DKMS driver will build needs its MOK enrolled already; the distribution's module package is signed.
   - It only reads (with O(firmware), fwupd's metadata is refreshed); it answers the same in check mode.
 version_added: 0.1.0
 author: sparkfleet.gb10 developers (!UNKNOWN)
@@ -148,6 +152,36 @@ options:
     description: dpkg's status file (where its holds are), copied with O(release_holds) lifted for the simulation.
     type: path
     default: /var/lib/dpkg/status
+  efivars:
+    description:
+      - Where efivarfs shows the EFI variables, the Secure Boot state among them (RV(secure_boot)). Without this
+        directory the state is unknown (not booted by UEFI) and judged as off.
+    type: path
+    default: /sys/firmware/efi/efivars
+  secure_boot_efivar:
+    description:
+      - The file of the EFI variable SecureBoot in O(efivars), 4 attribute bytes then 1 (on) or 0 (off); absent, the
+        firmware has no Secure Boot (rule C(secure_boot_modules)).
+    type: str
+    default: SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+  trusted_signers:
+    description:
+      - The signers (modinfo's C(signer)) of keys the kernel trusts by itself (rule C(secure_boot_modules)). With
+        Secure Boot on, a module signed by another key loads only when that key is an enrolled MOK (checked with
+        C(mokutil --test-key) on O(mok_certificate)), and an unsigned module is refused.
+    type: list
+    elements: str
+    default: [Canonical Ltd. Kernel Module Signing, Canonical Ltd. Kernel Module Signing 2025 Kmod]
+  mok_certificate:
+    description:
+      - The MOK certificate (DER) the DKMS driver signs the modules it builds with (rule C(secure_boot_modules)).
+        With Secure Boot on, a module signed with it loads only once it is enrolled.
+    type: path
+    default: /var/lib/shim-signed/mok/MOK.der
+  mokutil:
+    description: The mokutil program (package mokutil); with Secure Boot on and a MOK-signed module, a host without it is refused.
+    type: str
+    default: mokutil
 extends_documentation_fragment:
   - sparkfleet.gb10.attributes
 attributes:
@@ -246,6 +280,17 @@ firmware:
   type: list
   elements: dict
   returned: always
+secure_boot:
+  description:
+    - The Secure Boot state, C(state) (C(on), C(off), C(unknown) judged as off) and C(source) (the EFI variable read,
+      or why there is none), and how the next kernel's NVIDIA module is signed - C(signer) and C(sig_key) (modinfo's,
+      of an installed module), C(signed_by) (C(trusted) by a key of O(trusted_signers), C(other) by another key, a
+      MOK that must be enrolled, C(unsigned), C(unnamed) signed by an unreadable signer; in a plan C(archive) the
+      distribution's signed package, C(dkms) built and signed by the DKMS driver; null without a module), and
+      C(mok) (with Secure Boot on and a MOK to check - C(certificate), C(enrolled) as C(yes), C(no), C(pending),
+      C(no_mokutil), C(no_certificate) or C(unknown), and mokutil's C(answer); else null).
+  type: dict
+  returned: always
 warnings_list:
   description: What is accepted but worth saying (a known-bad kernel accepted with a reason).
   type: list
@@ -262,7 +307,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd, grub_boot
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd, grub_boot, rulebook
 
 _INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<new>\S+)")
 _REMV = re.compile(r"^Remv (?P<name>\S+)")
@@ -393,9 +438,19 @@ class Host(object):
         dummy, out, dummy = self.run(dpkg.query_argv("dpkg-query", [name]))
         return dpkg.parse_dpkg_query(out)[0].get(name)
 
-    def module_version(self, params, kernel):
-        rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", "version", params["module"]])
+    def module_field(self, params, kernel, field):
+        """One field of modinfo's answer for KERNEL's module (its first line), or None."""
+        rc, out, dummy = self.run([params["modinfo"], "-k", kernel, "-F", field, params["module"]])
         return out.strip().splitlines()[0].strip() if rc == 0 and out.strip() else None
+
+    def module_version(self, params, kernel):
+        return self.module_field(params, kernel, "version")
+
+    def module_signature(self, params, kernel):
+        """Who signed KERNEL's module, as modinfo reads its appended signature (kmod's libkmod-signature.c):
+        C(signer) the signing certificate's CN, C(sig_key) its serial number, C(sig_id) the signature's type (set
+        for a signed module even where kmod, built without OpenSSL, cannot read the other two). None each, unsigned."""
+        return dict((field, self.module_field(params, kernel, field)) for field in ("signer", "sig_key", "sig_id"))
 
     def install_problem(self, names):
         """Why apt could not install NAMES now (held packages, unmet dependencies, unknown), or None."""
@@ -525,6 +580,168 @@ def boot_problems(host, params, kernel):
     return problems
 
 
+def secure_boot(params):
+    """Secure Boot as the kernel reads it (drivers/firmware/efi/libstub/secureboot.c): the EFI global variable
+    SecureBoot, in efivarfs the file <efivars>/<secure_boot_efivar> of 4 attribute bytes then the data byte (1 on,
+    0 off). No efivars directory: not booted by UEFI, or efivarfs not mounted (unknown); no variable: firmware
+    without Secure Boot, which the kernel takes as off. Unknown is judged as off."""
+    directory = params["efivars"]
+    path = os.path.join(directory, params["secure_boot_efivar"])
+    if not os.path.isdir(directory):
+        return {"state": "unknown", "source": "no %s (not booted by UEFI, or efivarfs not mounted)" % directory}
+    if not os.path.exists(path):
+        return {"state": "off", "source": "no %s (firmware without Secure Boot)" % path}
+    try:
+        with open(path, "rb") as handle:
+            data = bytearray(handle.read())
+    except (IOError, OSError) as exc:
+        return {"state": "unknown", "source": "%s unreadable (%s)" % (path, exc), "warn": True}
+    if len(data) != 5 or data[4] not in (0, 1):
+        return {"state": "unknown", "source": "%s holds %s, not 4 attribute bytes and 0 or 1"
+                % (path, " ".join("%02x" % b for b in data[:8]) or "nothing"), "warn": True}
+    return {"state": "on" if data[4] == 1 else "off", "source": path}
+
+
+def certificate_serial(data):
+    """The serial number of a DER X.509 certificate as modinfo prints a module's sig_key (its bytes in upper-case
+    hex, colon-separated, leading zero bytes dropped), or None where DATA is no certificate."""
+    def item(pos):
+        tag, size, pos = data[pos], data[pos + 1], pos + 2
+        if size & 0x80:
+            count = size & 0x7F
+            size, pos = int.from_bytes(bytes(data[pos:pos + count]), "big"), pos + count
+        return tag, pos, pos + size
+
+    try:
+        tag, start, dummy = item(0)  # Certificate
+        if tag != 0x30:
+            return None
+        tag, start, dummy = item(start)  # tbsCertificate
+        tag, start, end = item(start)
+        if tag == 0xA0:  # [0] version, then the serial number
+            tag, start, end = item(end)
+        if tag != 0x02 or end > len(data):
+            return None
+    except IndexError:
+        return None
+    serial = bytes(data[start:end]).lstrip(b"\x00") or b"\x00"
+    return ":".join("%02X" % b for b in bytearray(serial))
+
+
+def mok_enrolment(host, params):
+    """Whether the MOK certificate (O(mok_certificate)) is enrolled, as C(mokutil --test-key) says it (lcp/mokutil
+    src/mokutil.c test_key): C(enrolled) yes ('is already enrolled'), no ('is not enrolled'), pending ('is already in
+    the enrollment request': enrolled at the next boot's MOK manager, by a person at the console), no_mokutil,
+    no_certificate, or unknown (any other answer: 'is already in db', 'is blocked in dbx', an error). The words are
+    read, not the exit status, whose meaning mokutil reversed after 0.7.2."""
+    cert = params["mok_certificate"]
+    found = {"certificate": cert, "enrolled": "unknown", "answer": None}
+    program = host.bin_path(params["mokutil"])
+    if not program:
+        found["enrolled"] = "no_mokutil"
+    elif not os.path.isfile(cert):
+        found["enrolled"] = "no_certificate"
+    else:
+        rc, out, err = host.run([program, "--test-key", cert])
+        lines = [line.strip() for line in (out + "\n" + err).splitlines() if line.strip()]
+        found["answer"] = "; ".join(lines) or "nothing (rc %s)" % rc
+        for line in lines:
+            for words, state in ((" is already enrolled", "yes"), (" is not enrolled", "no"),
+                                 (" is already in the enrollment request", "pending")):
+                if line.endswith(words):
+                    found["enrolled"] = state
+    return found
+
+
+def _mok_problem(mok, what, kernel):
+    """The problem of a module whose key must be an enrolled MOK, from mok_enrolment's answer MOK; None when it is
+    enrolled. WHAT says which module and key."""
+    precompiled = "or use the precompiled, signed module (nvidia_driver_kernel_module: precompiled)"
+    enrol = ("mokutil --import %s and confirm the enrolment at the next boot's MOK manager (a person at the console), "
+             "then update again" % mok["certificate"])
+    state = mok["enrolled"]
+    if state == "yes":
+        return None
+    if state == "no":
+        why, fix = "mokutil --test-key says it is not enrolled", enrol
+    elif state == "pending":
+        why = "mokutil --test-key says it is only in the enrollment request (enrolled at the next boot's MOK manager)"
+        fix = "confirm the enrolment at the MOK manager, which an unattended reboot passes by, then update again"
+    elif state == "no_mokutil":
+        why = "mokutil is not installed, so its enrolment cannot be checked"
+        fix = "install mokutil (apt-get install mokutil) and update again"
+    elif state == "no_certificate":
+        why = "there is no certificate %s to check it with" % mok["certificate"]
+        fix = ("create the MOK (update-secureboot-policy --new-key), rebuild the module (dkms autoinstall -k %s) and "
+               "%s, or set os_update_mok_certificate to the certificate that signs it" % (kernel, enrol))
+    else:
+        why = "mokutil --test-key answers '%s', not that it is already enrolled" % mok["answer"]
+        fix = "sign the module with an enrolled MOK (%s)" % enrol
+    return ("Secure Boot is on and %s, a key the kernel trusts only once it is an enrolled MOK, but %s: the kernel "
+            "would refuse the module and after the reboot this host has no GPU. Fix: %s; %s" % (what, why, fix, precompiled))
+
+
+def signature_check(host, params, kernel, nvidia, packages, boot_security):
+    """How the next kernel's NVIDIA module is signed (C(signed_by)) and, with Secure Boot on, whether the kernel
+    would load it: ({signer, sig_key, signed_by, mok}, [problems]). An installed module is read with modinfo:
+    C(trusted) signed by a key the kernel trusts by itself (O(trusted_signers)), C(other) by another key (a MOK,
+    which must be enrolled), C(unsigned), C(unnamed) (signed, the signer unreadable). In a plan, a module not
+    installed yet is C(archive) (the distribution's signed package, in the upgrade or installable) or C(dkms)
+    (built by the DKMS driver and signed with the MOK, whose enrolment is checked before anything changes)."""
+    report = {"signer": None, "sig_key": None, "signed_by": None, "mok": None}
+    module_name = params["module_package"].format(branch=params["branch"], kernel=kernel)
+    upgrading = set(item["name"] for item in packages["install"])
+    state = nvidia["state"]
+    if state == "installed":
+        found = host.module_signature(params, kernel)
+        report.update(signer=found["signer"], sig_key=found["sig_key"])
+        if not (found["signer"] or found["sig_key"] or found["sig_id"]):
+            report["signed_by"] = "unsigned"
+        elif found["signer"] in params["trusted_signers"]:
+            report["signed_by"] = "trusted"
+        else:
+            report["signed_by"] = "other" if found["signer"] else "unnamed"
+    elif state == "installable" or (state == "in_upgrade" and module_name in upgrading):
+        report["signed_by"] = "archive"
+    elif state in ("dkms", "in_upgrade"):
+        report["signed_by"] = "dkms"
+    if boot_security["state"] != "on" or report["signed_by"] in (None, "trusted", "archive"):
+        return report, []
+    modinfo = "modinfo -k %s -F signer %s" % (kernel, params["module"])
+    if report["signed_by"] == "unsigned":
+        return report, [
+            "Secure Boot is on and the NVIDIA module of the next boot's kernel %s is not signed (%s answers nothing): "
+            "the kernel refuses to load it and after the reboot this host has no GPU. Fix: use the precompiled, "
+            "signed module (nvidia_driver_kernel_module: precompiled; package %s), or have DKMS sign it with the "
+            "MOK (%s) and enrol that (mokutil --import, confirmed at the next boot's MOK manager)"
+            % (kernel, modinfo, module_name, params["mok_certificate"])]
+    if report["signed_by"] == "unnamed":
+        return report, [
+            "Secure Boot is on and the NVIDIA module of the next boot's kernel %s is signed, but %s names no signer "
+            "(modinfo's kmod cannot read the signature): whether the kernel trusts its key cannot be proven. Fix: "
+            "read it with a modinfo that can (kmod built with OpenSSL), or use the precompiled, signed module "
+            "(nvidia_driver_kernel_module: precompiled)" % (kernel, modinfo)]
+    mok = report["mok"] = mok_enrolment(host, params)
+    if report["signed_by"] == "dkms":
+        what = ("the DKMS driver builds the NVIDIA module of the next boot's kernel %s and signs it with the key of %s"
+                % (kernel, mok["certificate"]))
+        return report, [p for p in [_mok_problem(mok, what, kernel)] if p]
+    what = "the NVIDIA module of the next boot's kernel %s is signed by '%s'" % (kernel, report["signer"])
+    cert = None
+    if os.path.isfile(mok["certificate"]):
+        with open(mok["certificate"], "rb") as handle:
+            cert = certificate_serial(bytearray(handle.read()))
+    if cert and report["sig_key"] and report["sig_key"].upper() != cert:
+        return report, [
+            "Secure Boot is on and %s (sig_key %s), not with the MOK certificate %s (serial %s): that key's "
+            "enrolment cannot be checked, and the kernel refuses the module unless it is enrolled. Fix: set "
+            "os_update_mok_certificate to the certificate that signed it and enrol that (mokutil --import, confirmed "
+            "at the next boot's MOK manager), rebuild the module with the MOK (dkms autoinstall -k %s), or use the "
+            "precompiled, signed module (nvidia_driver_kernel_module: precompiled)"
+            % (what, report["sig_key"], mok["certificate"], cert, kernel)]
+    return report, [p for p in [_mok_problem(mok, what, kernel)] if p]
+
+
 def judge(plan, params):
     """Fill problems and warnings of a plan; return it."""
     problems, warnings = [], []
@@ -574,6 +791,11 @@ def judge(plan, params):
     problems.extend(plan.pop("_boot_problems", []))
     problems.extend(plan.pop("_config_problems", []))
     problems.extend(plan.pop("_firmware_problems", []))
+    problems.extend(plan.pop("_signature_problems", []))
+    boot_security = plan.get("secure_boot") or {}
+    if boot_security.pop("warn", False):
+        warnings.append("the Secure Boot state is unknown (%s): judged as off, so a module the kernel would refuse "
+                        "is not caught" % boot_security.get("source"))
     bad = plan["known_bad"]
     if bad:
         line = "the next boot's kernel %s is known bad on Sparks: %s (%s). Fix: %s" % (
@@ -623,6 +845,8 @@ def run(module):
     userspace = userspace_after(host, params, packages)
     nvidia = module_state(host, params, kernel, packages, userspace["version"])
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
+    boot_security = secure_boot(params)
+    signature, signature_problems = signature_check(host, params, kernel, nvidia, packages, boot_security)
     firmware, firmware_problem = [], None
     if params["firmware"] and params["stage"] == "planned":
         firmware, firmware_problem = firmware_updates(host, params)
@@ -637,7 +861,8 @@ def run(module):
             "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel)
                                if params["stage"] == "installed" else grub_problems(boot, running)),
             "_config_problems": config_problems(host, params, kernel, boot["cmdline"]),
-            "_firmware_problems": [firmware_problem] if firmware_problem else []}
+            "_firmware_problems": [firmware_problem] if firmware_problem else [],
+            "secure_boot": dict(boot_security, **signature), "_signature_problems": signature_problems}
     return judge(plan, params)
 
 
@@ -665,6 +890,12 @@ def main():
             fwupdmgr=dict(type="str", default="fwupdmgr"),
             release_holds=dict(type="list", elements="str", default=[]),
             dpkg_status=dict(type="path", default="/var/lib/dpkg/status"),
+            efivars=dict(type="path", default="/sys/firmware/efi/efivars"),
+            secure_boot_efivar=dict(type="str", default=rulebook.setting("secure_boot_efivar")),
+            trusted_signers=dict(type="list", elements="str",
+                                 default=[item["signer"] for item in rulebook.setting("module_trusted_signers")]),
+            mok_certificate=dict(type="path", default=rulebook.setting("mok_certificate")),
+            mokutil=dict(type="str", default="mokutil"),
         ),
         supports_check_mode=True,
     )

@@ -648,6 +648,8 @@ NOT_AN_INVENTORY_MISTAKE = {
     "decode_roofline": "what a measured figure is read against; the entry's active_params_b is judged by its own check",
     "published_figures": "the field's figures, beside which a measured one is reported",
     "kernel_updates": "judged by playbooks/os_update.yml on each host's apt simulation and modinfo, before it changes",
+    "secure_boot_modules": "judged by playbooks/os_update.yml on each host's efivarfs, modinfo and mokutil, before it "
+                           "changes and before its reboot",
 }
 
 

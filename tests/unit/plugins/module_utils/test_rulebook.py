@@ -23,6 +23,9 @@ EXPECTED = {
     "kernel_updates": {"nvidia_kernel_module_package": "linux-modules-nvidia-{branch}-open-{kernel}",
                        "nvidia_dkms_package": "nvidia-dkms-{branch}-open",
                        "kernel_headers_package": "linux-headers-{kernel}"},
+    # The EFI global variable's GUID is 8be4df61-93ca-11d2-aa0d-00e098032b8c (include/linux/efi.h), not -11d0-.
+    "secure_boot_modules": {"secure_boot_efivar": "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+                            "mok_certificate": "/var/lib/shim-signed/mok/MOK.der"},
     "unified_memory": {"gpu_memory_source": "meminfo"},
     "decode_roofline": {"gb10_memory_bandwidth_gb_s": 273, "roofline_warn_share": 0.2},
     # 000: Qwen3-235B-A22B GPTQ-Int4 on two Sparks, output tok/s summed at concurrency 1, 2 and 4
@@ -105,13 +108,31 @@ def test_rule_values(rule_id):
 def test_rule_is_complete(rule_id):
     item = rulebook.rule(rule_id)
     assert item.settings and item.reason and item.title
-    assert item.sources and set(item.sources) <= set(rulebook.SOURCES + rulebook.FIELD_REPORTS)
+    assert item.sources and set(item.sources) <= set(rulebook.SOURCES + rulebook.FIELD_REPORTS
+                                                     + rulebook.PUBLIC_RECORDS)
 
 
 def test_field_reports_are_addresses():
     assert not set(rulebook.FIELD_REPORTS) & set(rulebook.SOURCES)
     for address in rulebook.FIELD_REPORTS:
         assert address.startswith("https://github.com/") and "/issues/" in address, address
+
+
+def test_public_records_are_pinned_addresses():
+    assert not set(rulebook.PUBLIC_RECORDS) & set(rulebook.SOURCES + rulebook.FIELD_REPORTS)
+    for address in rulebook.PUBLIC_RECORDS:
+        assert address.startswith("https://"), address
+        # a repository's file is read at one commit: the fact cited is the one in that version
+        assert "/blob/" not in address or re.search(r"/blob/[0-9a-f]{40}/", address), address
+
+
+def test_trusted_signers_say_why_with_their_sources():
+    signers = rulebook.setting("module_trusted_signers")
+    assert [entry["signer"] for entry in signers] == ["Canonical Ltd. Kernel Module Signing",
+                                                      "Canonical Ltd. Kernel Module Signing 2025 Kmod"]
+    for entry in signers:
+        assert set(entry) == {"signer", "why", "sources"}, entry
+        assert entry["why"] and entry["sources"] and set(entry["sources"]) <= set(rulebook.PUBLIC_RECORDS)
 
 
 def test_known_bad_kernels_name_why_fix_and_sources():

@@ -16,6 +16,7 @@ from ansible_collections.sparkfleet.gb10.plugins.modules import os_update_plan
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "apt_simulation")
 FWUPD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fwupd")
+SECURE_BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "secure_boot")
 RUNNING = "6.17.0-1014-nvidia"
 
 
@@ -33,6 +34,19 @@ def fwupd_recorded(name):
         with open(os.path.join(FWUPD, "%s.%s" % (name, ext)), encoding="utf-8") as handle:
             texts.append(handle.read())
     return (rc,) + tuple(texts)
+
+
+def secure_boot_recorded(name):
+    """The text of a file of tests/fixtures/secure_boot (README.md there says which are public records)."""
+    with open(os.path.join(SECURE_BOOT, name)) as handle:
+        return handle.read()
+
+
+def mokutil_recorded(name):
+    """(rc, stdout, stderr) of mokutil --test-key, with the exit status of mokutil 0.6.0 to 0.7.2 (index.json)."""
+    with open(os.path.join(SECURE_BOOT, "index.json")) as handle:
+        rc = json.load(handle)[name]["rc"]
+    return rc, secure_boot_recorded(name + ".out"), ""
 
 
 def _newest_first(releases):
@@ -62,7 +76,8 @@ class Host(object):
 
     def __init__(self, tmp_path, simulation="", install=(0, "", ""), modules=None, kernels=(RUNNING,),
                  installed=(), files=None, fwupd=None, versions=None, audit=(0, "", ""),
-                 check=(0, "Reading package lists...\nBuilding dependency tree...\n", ""), initrds=None, **params):
+                 check=(0, "Reading package lists...\nBuilding dependency tree...\n", ""), initrds=None,
+                 signatures=None, mokutil=None, **params):
         boot = tmp_path / "boot"
         boot.mkdir()
         for kernel in kernels:
@@ -88,6 +103,11 @@ class Host(object):
             (tmp_path / name).write_text(text)
         self.simulation, self.install = simulation, install
         self.modules = dict(modules if modules is not None else {RUNNING: "580.142"})
+        # how each kernel's module is signed (tests/fixtures/secure_boot): precompiled (Canonical's key), dkms (the
+        # MOK), unsigned; the distribution's precompiled module unless said
+        self.signatures = dict(signatures or {})
+        # mokutil --test-key's recorded answer (mokutil_recorded); None: mokutil not installed
+        self.mokutil = mokutil
         self.packages = set(installed)
         self.calls = []
         self.params = dict(stage="planned", branch="580",
@@ -101,7 +121,12 @@ class Host(object):
                            grub_dir="", etc_default=str(tmp_path / "default"),
                            accept_kernel_reason="", boot_dir=str(boot), proc_osrelease=str(tmp_path / "osrelease"),
                            modinfo="modinfo", module="nvidia", firmware=False, fwupdmgr="fwupdmgr",
-                           release_holds=[], dpkg_status=str(tmp_path / "status"))
+                           release_holds=[], dpkg_status=str(tmp_path / "status"),
+                           # no efivars directory unless a test makes one: Secure Boot unknown, judged as off
+                           efivars=str(tmp_path / "efivars"),
+                           secure_boot_efivar=rulebook.setting("secure_boot_efivar"),
+                           trusted_signers=[item["signer"] for item in rulebook.setting("module_trusted_signers")],
+                           mok_certificate=str(tmp_path / "mok" / "MOK.der"), mokutil="mokutil")
         self.params.update(params)
         # AnsibleModule's temporary directory (the status copy with the unit's holds lifted goes there)
         self.tmpdir = str(tmp_path)
@@ -111,8 +136,18 @@ class Host(object):
     def run_command(self, argv, environ_update=None):
         self.calls.append(argv)
         if argv[0] == "modinfo":
+            assert argv[1] == "-k" and argv[3] == "-F" and argv[5:] == ["nvidia"], argv
             version = self.modules.get(argv[2])
-            return (0, version + "\n", "") if version else (1, "", "modinfo: ERROR: Module nvidia not found.\n")
+            if not version:
+                return 1, "", "modinfo: ERROR: Module nvidia not found.\n"
+            if argv[4] == "version":
+                return 0, version + "\n", ""
+            signed = self.signatures.get(argv[2], "precompiled")
+            # an unsigned module has no signature fields: modinfo -F prints nothing, and exits 0
+            return 0, "" if signed == "unsigned" else secure_boot_recorded("modinfo-F-%s-%s.out" % (argv[4], signed)), ""
+        if argv[0] == "/usr/bin/mokutil":
+            assert argv[1:] == ["--test-key", self.params["mok_certificate"]] and environ_update == {"LC_ALL": "C"}, argv
+            return self.mokutil
         if argv[0] == "dpkg-query":
             # the driver's packages are held: "hi", installed all the same
             assert argv[1:4] == ["-W", "-f", "${db:Status-Abbrev}\t${Package}\t${Version}\n"], argv
@@ -143,6 +178,8 @@ class Host(object):
         return self.install
 
     def get_bin_path(self, name):
+        if name == "mokutil":
+            return "/usr/bin/mokutil" if self.mokutil is not None else None
         return "/usr/bin/" + name if self.fwupd is not None else None
 
     def fail_json(self, **kwargs):
@@ -654,3 +691,213 @@ def test_a_driver_move_on_the_same_kernel_is_judged_by_the_proof_not_by_the_modu
     host.simulation = moves.splitlines(True)[0]
     plan = os_update_plan.run(host)
     assert not plan["safe"] and "580.95.05, not the user-space driver's 580.142" in plan["problems"][0]
+
+
+# Secure Boot (rule secure_boot_modules): with it on, the kernel loads only a module signed by a key it trusts, which
+# modinfo's version check cannot see. tests/fixtures/secure_boot holds the efivar, modinfo's and mokutil's answers.
+EFIVAR = rulebook.setting("secure_boot_efivar")
+NEXT = "6.17.0-1016-nvidia"
+
+
+def secure_boot_host(root, state, stage="installed", mok=True, **kwargs):
+    """A host whose efivarfs says Secure Boot STATE (on, off; None: no SecureBoot variable), with Ubuntu's MOK
+    (tests/fixtures/secure_boot/MOK.der) where MOK; in the proof its next kernel NEXT is installed."""
+    if stage == "installed":
+        kwargs.setdefault("kernels", (RUNNING, NEXT))
+        kwargs.setdefault("modules", {RUNNING: "580.142", NEXT: "580.142"})
+    host = Host(root, stage=stage, **kwargs)
+    (root / "efivars").mkdir()
+    if state is not None:
+        with open(os.path.join(SECURE_BOOT, "efivars-" + state, EFIVAR), "rb") as handle:
+            (root / "efivars" / EFIVAR).write_bytes(handle.read())
+    if mok:
+        (root / "mok").mkdir()
+        with open(os.path.join(SECURE_BOOT, "MOK.der"), "rb") as handle:
+            (root / "mok" / "MOK.der").write_bytes(handle.read())
+    return host
+
+
+def _mokutil_calls(host):
+    return [argv for argv in host.calls if argv[0] == "/usr/bin/mokutil"]
+
+
+def test_the_efivar_is_the_kernel_globals_guid_and_its_fixture_has_the_efivarfs_layout():
+    # EFI_GLOBAL_VARIABLE_GUID of include/linux/efi.h: 8be4df61-93ca-11d2-aa0d-00e098032b8c
+    assert EFIVAR == "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+    for state, byte in (("on", b"\x01"), ("off", b"\x00")):
+        with open(os.path.join(SECURE_BOOT, "efivars-" + state, EFIVAR), "rb") as handle:
+            assert handle.read() == b"\x06\x00\x00\x00" + byte  # 4 attribute bytes (BS|RT), then the data byte
+
+
+@pytest.mark.parametrize("content, state", [
+    ("on", "on"), ("off", "off"),
+    (None, "off"),  # efivarfs without the variable: firmware without Secure Boot, the kernel's "not found"
+    (b"\x06\x00\x00\x00", "unknown"), (b"\x06\x00\x00\x00\x02", "unknown"),
+])
+def test_the_secure_boot_state_is_read_as_the_kernel_reads_it(tmp_path, content, state):
+    host = secure_boot_host(tmp_path, content if content in ("on", "off") else None)
+    if isinstance(content, bytes):
+        (tmp_path / "efivars" / EFIVAR).write_bytes(content)
+    plan = os_update_plan.run(host)
+    assert plan["secure_boot"]["state"] == state and plan["safe"], plan["secure_boot"]
+    # an efivar that cannot be read is said, not passed over: it is judged as off
+    assert bool([w for w in plan["warnings_list"] if "Secure Boot state is unknown" in w]) == (state == "unknown")
+
+
+def test_without_efivarfs_the_state_is_unknown_and_judged_as_off(tmp_path):
+    host = Host(tmp_path, kernels=(RUNNING, NEXT), modules={RUNNING: "580.142", NEXT: "580.142"}, stage="installed",
+                signatures={NEXT: "unsigned"})
+    plan = os_update_plan.run(host)
+    assert plan["secure_boot"]["state"] == "unknown" and "not booted by UEFI" in plan["secure_boot"]["source"]
+    assert plan["safe"] and plan["warnings_list"] == []
+
+
+def test_secure_boot_on_refuses_an_unsigned_module(tmp_path):
+    host = secure_boot_host(tmp_path, "on", signatures={NEXT: "unsigned"}, mokutil=mokutil_recorded(
+        "mokutil-test-key-enrolled"))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == NEXT and plan["nvidia_module"]["state"] == "installed"
+    assert plan["secure_boot"]["state"] == "on" and plan["secure_boot"]["signed_by"] == "unsigned"
+    assert not plan["safe"] and len(plan["problems"]) == 1
+    problem = plan["problems"][0]
+    assert "Secure Boot is on and the NVIDIA module of the next boot's kernel %s is not signed" % NEXT in problem
+    assert "nvidia_driver_kernel_module: precompiled" in problem and "linux-modules-nvidia-580-open-" + NEXT in problem
+
+
+def test_secure_boot_on_refuses_a_dkms_module_whose_mok_is_not_enrolled(tmp_path):
+    host = secure_boot_host(tmp_path, "on", signatures={NEXT: "dkms"},
+                            mokutil=mokutil_recorded("mokutil-test-key-not-enrolled"))
+    plan = os_update_plan.run(host)
+    report = plan["secure_boot"]
+    assert report["signer"] == "spark-1 Secure Boot Module Signature key" and report["signed_by"] == "other"
+    assert report["mok"] == {"certificate": host.params["mok_certificate"], "enrolled": "no",
+                             "answer": "/var/lib/shim-signed/mok/MOK.der is not enrolled"}
+    assert not plan["safe"] and len(plan["problems"]) == 1
+    problem = plan["problems"][0]
+    assert "is signed by 'spark-1 Secure Boot Module Signature key'" in problem
+    assert "mokutil --test-key says it is not enrolled" in problem
+    assert ("Fix: mokutil --import %s and confirm the enrolment at the next boot's MOK manager"
+            % host.params["mok_certificate"]) in problem
+    assert "nvidia_driver_kernel_module: precompiled" in problem
+
+
+@pytest.mark.parametrize("rc", [0, 1])
+def test_the_enrolled_mok_is_read_from_mokutils_words_not_its_exit_status(tmp_path, rc):
+    """mokutil up to 0.7.2 exits 1 for an enrolled key and 0 for one that is not; later versions the other way
+    round: only the words say it."""
+    host = secure_boot_host(tmp_path, "on", signatures={NEXT: "dkms"},
+                            mokutil=(rc,) + mokutil_recorded("mokutil-test-key-enrolled")[1:])
+    plan = os_update_plan.run(host)
+    assert plan["safe"], plan["problems"]
+    assert plan["secure_boot"]["mok"]["enrolled"] == "yes" and len(_mokutil_calls(host)) == 1
+
+
+@pytest.mark.parametrize("mokutil, words", [
+    (None, "mokutil is not installed, so its enrolment cannot be checked"),
+    (mokutil_recorded("mokutil-test-key-pending"), "it is only in the enrollment request"),
+    ((1, "/var/lib/shim-signed/mok/MOK.der is already in db\n", ""),
+     "answers '/var/lib/shim-signed/mok/MOK.der is already in db', not that it is already enrolled"),
+])
+def test_a_mok_not_proven_enrolled_is_refused(tmp_path, mokutil, words):
+    plan = os_update_plan.run(secure_boot_host(tmp_path, "on", signatures={NEXT: "dkms"}, mokutil=mokutil))
+    assert not plan["safe"] and words in plan["problems"][0], plan["problems"]
+
+
+def test_a_module_signed_by_another_key_than_the_mok_is_refused(tmp_path):
+    host = secure_boot_host(tmp_path, "on", signatures={NEXT: "dkms"},
+                            mokutil=mokutil_recorded("mokutil-test-key-enrolled"))
+    # the MOK enrolled is not the key the module was signed with: the module's sig_key is another serial
+    (tmp_path / "mok" / "MOK.der").write_bytes(bytes(bytearray([0x30, 0x0a, 0x30, 0x08, 0xa0, 0x03, 0x02, 0x01,
+                                                                0x02, 0x02, 0x01, 0x05])))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and "not with the MOK certificate %s (serial 05)" % host.params["mok_certificate"] in (
+        plan["problems"][0])
+    assert "set os_update_mok_certificate to the certificate that signed it" in plan["problems"][0]
+
+
+def test_secure_boot_on_loads_a_module_canonical_signed_without_asking_mokutil(tmp_path):
+    host = secure_boot_host(tmp_path, "on", mokutil=mokutil_recorded("mokutil-test-key-not-enrolled"))
+    plan = os_update_plan.run(host)
+    assert plan["safe"], plan["problems"]
+    assert plan["secure_boot"] == {"state": "on", "source": str(tmp_path / "efivars" / EFIVAR),
+                                   "signer": "Canonical Ltd. Kernel Module Signing",
+                                   "sig_key": "E9:DF:13:0F:92:92:A9:B7", "signed_by": "trusted", "mok": None}
+    assert _mokutil_calls(host) == []
+
+
+@pytest.mark.parametrize("signed, signer", [("unsigned", None), ("dkms", "spark-1 Secure Boot Module Signature key")])
+def test_secure_boot_off_refuses_no_signature_but_reports_the_signer(tmp_path, signed, signer):
+    host = secure_boot_host(tmp_path, "off", signatures={NEXT: signed})
+    plan = os_update_plan.run(host)
+    assert plan["safe"] and plan["problems"] == [] and plan["warnings_list"] == []
+    assert plan["secure_boot"]["state"] == "off" and plan["secure_boot"]["signer"] == signer
+    assert plan["secure_boot"]["signed_by"] == ("unsigned" if signed == "unsigned" else "other")
+    assert plan["secure_boot"]["mok"] is None and _mokutil_calls(host) == []
+
+
+def test_a_plan_refuses_a_dkms_build_whose_mok_is_not_enrolled_before_anything_changes(tmp_path):
+    """The next kernel's module is not built yet (DKMS builds it when the kernel is installed): it cannot be read,
+    but DKMS signs it with the MOK, so the plan checks the MOK's enrolment before the upgrade."""
+    host = secure_boot_host(tmp_path, "on", stage="planned", simulation=recorded("good.txt"),
+                            installed={"nvidia-dkms-580-open"}, mokutil=mokutil_recorded("mokutil-test-key-not-enrolled"))
+    plan = os_update_plan.run(host)
+    assert plan["nvidia_module"]["mechanism"] == "dkms" and plan["nvidia_module"]["state"] == "dkms"
+    assert plan["secure_boot"]["signed_by"] == "dkms" and plan["secure_boot"]["mok"]["enrolled"] == "no"
+    assert not plan["safe"] and len(plan["problems"]) == 1
+    assert ("the DKMS driver builds the NVIDIA module of the next boot's kernel %s and signs it with the key of %s"
+            % (NEXT, host.params["mok_certificate"])) in plan["problems"][0]
+    assert "mokutil --import" in plan["problems"][0]
+    # refused from what it read: apt only simulated, nothing installed, no modinfo of a module not built yet
+    assert all(argv[:2] == ["apt-get", "-s"] or argv[0] in ("dpkg-query", "modinfo", "/usr/bin/mokutil")
+               for argv in host.calls), host.calls
+    # enrolled, the same plan is safe
+    host.mokutil = mokutil_recorded("mokutil-test-key-enrolled")
+    assert os_update_plan.run(host)["safe"]
+
+
+def test_a_plan_takes_the_archives_module_as_signed(tmp_path):
+    """The precompiled module the upgrade brings, or apt installs by name, is the distribution's signed package."""
+    host = secure_boot_host(tmp_path, "on", stage="planned", simulation=recorded("good.txt"), mok=False)
+    plan = os_update_plan.run(host)
+    assert plan["nvidia_module"]["state"] == "installable" and plan["secure_boot"]["signed_by"] == "archive"
+    assert plan["safe"] and _mokutil_calls(host) == []
+    (tmp_path / "dgx").mkdir()
+    host = secure_boot_host(tmp_path / "dgx", "on", stage="planned", simulation=dgxos("kernel-driver-move.txt"),
+                            kernels=(OLD,), modules={OLD: "580.95.05"}, userspace_version="580.95.05",
+                            files={"osrelease": OLD + "\n"}, mok=False)
+    plan = os_update_plan.run(host)
+    assert plan["nvidia_module"]["state"] == "in_upgrade" and plan["secure_boot"]["signed_by"] == "archive"
+    assert plan["safe"], plan["problems"]
+
+
+def test_the_mok_certificates_serial_is_what_modinfo_prints_as_sig_key():
+    with open(os.path.join(SECURE_BOOT, "MOK.der"), "rb") as handle:
+        der = bytearray(handle.read())
+    assert os_update_plan.certificate_serial(der) == secure_boot_recorded("modinfo-F-sig_key-dkms.out").strip()
+    assert os_update_plan.certificate_serial(bytearray(b"not a certificate")) is None
+    assert os_update_plan.certificate_serial(bytearray()) is None
+
+
+def test_the_secure_boot_facts_are_the_rule_books():
+    """The module's defaults and the role's are the rule book's (rule secure_boot_modules), passed by every task
+    that calls the module."""
+    import yaml
+    doc = yaml.safe_load(os_update_plan.DOCUMENTATION)["options"]
+    assert doc["secure_boot_efivar"]["default"] == rulebook.setting("secure_boot_efivar")
+    assert doc["mok_certificate"]["default"] == rulebook.setting("mok_certificate")
+    assert doc["trusted_signers"]["default"] == [e["signer"] for e in rulebook.setting("module_trusted_signers")]
+    roles = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "os_update")
+    with open(os.path.join(roles, "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    assert "'secure_boot_efivar'" in defaults["os_update_secure_boot_efivar"]
+    assert "'mok_certificate'" in defaults["os_update_mok_certificate"]
+    assert "'module_trusted_signers'" in defaults["os_update_trusted_signers"]
+    calls = 0
+    for name in ("plan.yml", "upgrade.yml", "gates.yml"):
+        with open(os.path.join(roles, "tasks", name)) as handle:
+            text = handle.read()
+        calls += text.count("sparkfleet.gb10.os_update_plan:")
+        for option in ("efivars", "secure_boot_efivar", "trusted_signers", "mok_certificate", "mokutil"):
+            assert text.count("    %s: \"{{ os_update_%s }}\"" % (option, option)) == text.count(
+                "sparkfleet.gb10.os_update_plan:"), (name, option)
+    assert calls == 3
