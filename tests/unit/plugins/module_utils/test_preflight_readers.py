@@ -270,7 +270,14 @@ def test_preflight_computes_each_hosts_memory_split_once():
 
 
 def test_a_split_that_fails_fails_again_from_the_memo():
-    once = fleet_plan.split_once(lambda gb10, entries, host_name: (_ for _ in ()).throw(ValueError("too big")))
-    for _ in range(2):
+    calls = []
+
+    def too_big(gb10, entries, host_name):
+        calls.append(host_name)
+        raise ValueError("too big")
+
+    once = fleet_plan.split_once(too_big)
+    for dummy in range(2):
         with pytest.raises(ValueError, match="too big"):
             once({}, [{"name": "q"}], "a")
+    assert calls == ["a"]
