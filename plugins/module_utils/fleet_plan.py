@@ -504,9 +504,20 @@ def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
 SIZING_KEYS = ("num_layers", "num_kv_heads", "head_dim", "max_model_len")
 
 
-def sized(entry):
-    """Whether the memory arithmetic can size ``entry``: its weights (weights_gib or params_b) and its KV cache."""
-    return bool((entry.get("weights_gib") or entry.get("params_b")) and all(entry.get(k) for k in SIZING_KEYS))
+def sized(entry, weights_known=()):
+    """Whether the memory arithmetic can size ``entry``: its weights (weights_gib or params_b, or its name among
+    ``weights_known``, the entries whose weights on disk the model store measured) and its KV cache."""
+    return bool((entry.get("weights_gib") or entry.get("params_b") or entry.get("name") in weights_known)
+                and all(entry.get(k) for k in SIZING_KEYS))
+
+
+def memory_sizable(gb10, entries, weights_known=()):
+    """Whether one host's memory arithmetic can be done: its facts know its memory, it holds entries, and each is
+    ``sized``."""
+    memory = (gb10 or {}).get("memory") or {}
+    entries = list(entries or [])
+    return bool(int(memory.get("mem_total_bytes") or 0) > 0 and entries
+                and all(sized(entry, weights_known) for entry in entries))
 
 
 def split_memory(gb10, entries, host):

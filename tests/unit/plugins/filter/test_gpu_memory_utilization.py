@@ -4,7 +4,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import (
-    FilterModule, gpu_memory_utilization)
+    FilterModule, gpu_memory_utilization, memory_sizable)
 
 from seed_configs import SEEDS
 
@@ -188,3 +188,19 @@ def test_the_utilization_limits_have_one_home_that_the_argv_and_the_split_share(
     for length, nodes in ((8192, 1), (long_len, 1), (long_len, 2), (None, 3)):
         assert vllm_args.default_utilization({"max_model_len": length}, {"nnodes": nodes}) == \
             gmu.utilization_limits(length, nodes)
+
+
+@pytest.mark.parametrize("facts, entries, weights, expected", [
+    (GB10, [small("a"), small("b", weights_gib=None, params_b=8)], {}, True),
+    # the weights measured on disk size an entry the inventory did not size
+    (GB10, [small("a", weights_gib=None)], {"a": 1 << 30}, True),
+    (GB10, [small("a", weights_gib=None)], {"b": 1 << 30}, False),
+    # a KV-cache key missing, no memory in the facts, nothing held
+    (GB10, [small("a", head_dim=None)], {}, False),
+    ({"memory": {}}, [small("a")], {}, False),
+    ({}, [small("a")], {}, False),
+    (GB10, [], {}, False),
+])
+def test_memory_sizable_is_the_plans_own_test(facts, entries, weights, expected):
+    assert memory_sizable(facts, entries, weights) is expected
+    assert FilterModule().filters()["memory_sizable"] is memory_sizable
