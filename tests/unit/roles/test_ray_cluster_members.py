@@ -34,3 +34,20 @@ def test_each_head_counts_its_own_clusters_members(render_role_vars):
             assert seen["verify"]["members"] == members
             assert seen["ray_address"] == seen["verify"]["address"]
             assert seen["ray_address"].startswith(address + ":")
+
+
+def test_a_worker_takes_its_heads_ports_from_the_plan_and_refuses_another_head(render_role_vars):
+    """The head's GCS and dashboard ports come from the plan only (no second computation from hostvars): a
+    ray_worker_head_host naming another head than the plan's is refused by the role's own check."""
+    what = ("{'port': ray_worker_head_port | int, 'dashboard': ray_worker_head_dashboard_port | int, "
+            "'plan_gcs': _ray_host.ray.gcs_port, 'plan_dashboard': _ray_host.ray.dashboard_port, "
+            "'head_ok': ray_worker_head_host == (_ray_host.ray.head | default(ray_worker_head_host, true))}")
+    rendered = render_role_vars(INVENTORY, FILES, what, hosts="spark-2")
+    assert rendered["spark-2"]["port"] == rendered["spark-2"]["plan_gcs"] and rendered["spark-2"]["port"] > 0
+    assert rendered["spark-2"]["dashboard"] == rendered["spark-2"]["plan_dashboard"]
+    assert rendered["spark-2"]["head_ok"] is True
+    # spark-2 belongs to spark-1's cluster; told to join spark-3, the role's check fails
+    rendered = render_role_vars(INVENTORY, FILES, what, hosts="spark-2", extra_vars={"ray_worker_head_host": "spark-3"})
+    assert rendered["spark-2"]["head_ok"] is False
+    text = open(os.path.join(REPO, "roles", "ray", "tasks", "preflight.yml")).read()
+    assert "ray_worker_head_host == (_ray_host.ray.head | default(ray_worker_head_host, true))" in text
