@@ -79,6 +79,23 @@ def ray_gcs_port(head, hostvars=None):
     return ray_head_port(head, hostvars, "gcs")
 
 
+def roll_batch_problems(plan, hosts, serial):
+    """What each batch of a roll splits (``fleet_plan.roll_batch_problems``): ``{host: {batch, models, message}}`` of
+    the hosts whose batch lacks a host that must change with them, the Ray head of a ray-executor model included."""
+    try:
+        return fp.roll_batch_problems(plan, hosts, serial)
+    except fp.PlanError as exc:
+        raise AnsibleFilterError("roll_batch_problems: %s" % exc)
+
+
+def roll_serial(plan):
+    """A roll's default batch size (``fleet_plan.roll_serial``): the most hosts that must change together."""
+    try:
+        return fp.roll_serial(plan)
+    except fp.PlanError as exc:
+        raise AnsibleFilterError("roll_serial: %s" % exc)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -89,4 +106,6 @@ class FilterModule(object):
             "ray_gcs_port": ray_gcs_port,
             "ray_head_port": ray_head_port,
             "ray_ports": ray_ports,
+            "roll_batch_problems": roll_batch_problems,
+            "roll_serial": roll_serial,
         }

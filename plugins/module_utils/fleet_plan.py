@@ -8,7 +8,8 @@ fabric address, Ray group and cluster, executor, Ray ports, vLLM unit prefix:
 ``PLAN_INPUTS``) to what every stage does with them:
 
 - each multi-node model: its nodes, head (the first node), executor, master address
-  and rendezvous port, API port;
+  and rendezvous port, API port, the head of its Ray cluster (ray executor) and the hosts that must change
+  together in a roll (``together``: its nodes, and that Ray head where it is none of them);
 - each host's models: every entry it is a node of (whose weights it needs, ray followers
   included), with its rank and role;
 - each host's services: model name, unit name, API port, rank, role (head or
@@ -53,8 +54,9 @@ DEFAULT_MASTER_PORT = CLUSTER_SPEC["master_port"]["default"]
 DEFAULT_EXECUTOR = CLUSTER_SPEC["executor"]["default"]
 DEFAULT_CLUSTER = "default"
 # The shape of a stored plan; raised when readers take something new from it (2: services' call_address;
-# 3: node_addresses, where a head asks its members to drop their page cache; 4: memory on every plan, store).
-PLAN_FORMAT = 4
+# 3: node_addresses, where a head asks its members to drop their page cache; 4: memory on every plan, store;
+# 5: each multi-node model's ray_head and together, the hosts a roll's batch must hold at once).
+PLAN_FORMAT = 5
 RAY_ROLE_BY_GROUP = (("ray_head", "ray_head"), ("ray_workers", "ray_worker"))
 
 
@@ -436,7 +438,9 @@ def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
     ``{"format": PLAN_FORMAT, "inputs": inputs_digest(fleet),
        "hosts": {host: {models, services, ray_role, ray_cluster, fabric_address, memory,
        store (where the host sets model_store_models: the placements of that list)}},
-       "models": [{name, nodes, head, executor, master_addr, master_port, port}] (multi-node models),
+       "models": [{name, nodes, head, executor, master_addr, master_port, port, ray_head, together}] (multi-node
+       models; ``ray_head``: the head of the Ray cluster a ray-executor model runs on, else None; ``together``: the
+       hosts a roll must change at once, ``together_hosts``),
        "ray": {cluster: {members, head, workers, gcs_port, dashboard_port, address}}}``.
 
     The one builder of the plan, whoever asks (preflight, a role run on its own): each host's memory arithmetic
@@ -487,17 +491,133 @@ def build(fleet, roles_dir=ROLES_DIR, memory_split=None):
                            if isinstance(m, dict)):
                     raise PlanError("model %s spans %s but %s does not carry it" % (
                         service["name"], ", ".join(service["nodes"]), member))
+            ray_head = None
             if service["executor"] == "ray":
                 ray = plan["ray"].get(cluster_name(fleet[host]))
                 if not ray or not set(service["nodes"]) <= set(ray["members"]):
                     raise PlanError("model %s uses the ray executor on %s, which are not one Ray cluster" % (
                         service["name"], ", ".join(service["nodes"])))
-            plan["models"].append(dict((k, service[k]) for k in (
-                "name", "nodes", "head", "executor", "master_addr", "master_port", "port")))
+                ray_head = ray["head"]
+            model = dict((k, service[k]) for k in (
+                "name", "nodes", "head", "executor", "master_addr", "master_port", "port"))
+            model.update(ray_head=ray_head, together=together_hosts(service["nodes"], ray_head))
+            plan["models"].append(model)
     problems = plan_memory(plan, fleet, memory_split or split_memory)
     if problems:
         raise MemoryPlanError(problems)
     return plan
+
+
+# ------------------------------------------------------------------ rolls
+
+def together_hosts(nodes, ray_head=None):
+    """The hosts a roll (playbooks/rolling_update.yml, os_update.yml) must change at once for one multi-node model:
+    its nodes in their order, then the head of its Ray cluster where that is none of them. The ray executor runs on
+    the cluster of the model's first node, whose head holds the GCS every node of the model joins: a batch that
+    drains or reboots that head without the model (or the model without it, leaving Ray's versions apart) takes
+    the model down mid-roll."""
+    return list(nodes) + ([ray_head] if ray_head and ray_head not in nodes else [])
+
+
+def plan_models(plan):
+    """The multi-node models of a stored plan (``[]`` for none or no plan); PlanError for a plan of another
+    format (one stored before ``together``), which preflight plans again."""
+    if not plan:
+        return []
+    if not isinstance(plan, Mapping) or plan.get("format") != PLAN_FORMAT:
+        raise PlanError("the fleet plan is not of this collection's format %d (found %r): run playbooks/preflight.yml "
+                        "in the same run, it plans the fleet again" % (
+                            PLAN_FORMAT, plan.get("format") if isinstance(plan, Mapping) else plan))
+    return list(plan.get("models") or [])
+
+
+def roll_groups(plan):
+    """The groups of hosts a roll must put into one batch: each multi-node model's ``together``, merged where two
+    share a host (a host is in one batch, so both models' hosts are). Hosts and groups in the order they first
+    appear in the plan's models; a host of no multi-node model is in none."""
+    order, parent = [], {}
+
+    def root(host):
+        while parent[host] != host:
+            host = parent[host]
+        return host
+
+    for model in plan_models(plan):
+        together = model["together"]
+        for host in together:
+            if host not in parent:
+                parent[host] = host
+                order.append(host)
+        for host in together[1:]:
+            parent[root(host)] = root(together[0])
+    groups = {}
+    for host in order:
+        groups.setdefault(root(host), []).append(host)
+    return list(groups.values())
+
+
+def roll_serial(plan):
+    """A roll's default batch size: the largest of ``roll_groups`` (its hosts must change together), else one."""
+    return max([1] + [len(group) for group in roll_groups(plan)])
+
+
+def roll_batches(hosts, serial):
+    """The batches Ansible makes of a play's ``hosts`` (in order) with ``serial: <serial>``: ``serial`` hosts at a
+    time, the last batch what is left; all hosts in one batch for a serial of 0 or less (as Ansible does)."""
+    hosts, serial = list(hosts or []), int(serial)
+    if serial <= 0:
+        return [hosts] if hosts else []
+    return [hosts[start:start + serial] for start in range(0, len(hosts), serial)]
+
+
+def roll_batch_problems(plan, hosts, serial):
+    """What each batch of a roll splits: ``{host: {batch, models, message}}`` of every host of ``hosts`` (the play's,
+    in order) whose batch (``roll_batches``) lacks a host that must change with it (``together`` of a multi-node
+    model of the host: its nodes, the Ray head of a ray-executor model). ``models``: ``[{name, together, missing,
+    ray_head}]`` (``missing``: the hosts the batch lacks; ``ray_head``: the model's Ray head where it is none of the
+    model's nodes, else None); ``message``: the refusal, naming the host, the models, what each misses (the Ray head
+    as such), the batch and the fixes. ``{}`` when no batch splits a model. The plan is the whole fleet's: a host
+    outside ``hosts`` (--limit) that must change with one inside splits its model too."""
+    models = plan_models(plan)
+    groups = roll_groups(plan)
+    out = {}
+    for batch in roll_batches(hosts, serial):
+        for host in batch:
+            split = []
+            for model in models:
+                if host not in model["together"]:
+                    continue
+                missing = [h for h in model["together"] if h not in batch]
+                if missing:
+                    head = model.get("ray_head")
+                    split.append({"name": model["name"], "together": list(model["together"]), "missing": missing,
+                                  "ray_head": head if head and head not in model["nodes"] else None})
+            if split:
+                group = next((g for g in groups if host in g), [host])
+                out[host] = {"batch": list(batch), "models": split, "message": batch_refusal(host, batch, split, group)}
+    return out
+
+
+def batch_refusal(host, batch, split, group):
+    """The refusal of a batch that splits models (``split``, as ``roll_batch_problems`` gives them) of ``host``;
+    ``group``: the hosts that must change with it (its ``roll_groups`` group)."""
+    needs = []
+    for model in split:
+        head = model["ray_head"]
+        parts = [", ".join(h for h in model["missing"] if h != head)] if set(model["missing"]) - set([head]) else []
+        if head in model["missing"]:
+            parts.append("%s, the head of its Ray cluster (the ray executor runs on it)" % head)
+        text = "%s needs %s" % (model["name"], " and ".join(parts))
+        if head == host:
+            text += " (this host is the head of its Ray cluster, which the ray executor runs on)"
+        needs.append(text)
+    heads = sorted(set(model["ray_head"] for model in split if model["ray_head"]))
+    return ("%s: model(s) %s span hosts outside this batch (%s): %s; their members%s must change together. Set "
+            "sparkfleet_rolling_serial to the size of the cluster (e.g. -e sparkfleet_rolling_serial=%d), list the "
+            "cluster's hosts (%s) next to each other in the inventory, or --limit the roll to the cluster's hosts%s." % (
+                host, ", ".join(model["name"] for model in split), ", ".join(batch), "; ".join(needs),
+                " and Ray head" if heads else "", len(group), ", ".join(group),
+                ", its Ray head %s included" % ", ".join(heads) if heads else ""))
 
 
 # The keys that size a model entry's KV cache; with weights_gib or params_b, what the memory arithmetic needs.

@@ -132,6 +132,14 @@ EXPECTED = {
         "services": {"spark-1": [("llama-70b", "sparkfleet-vllm-llama-70b", 8000, 0, "head")], "spark-2": [],
                      "spark-3": [("qwen3-235b", "sparkfleet-vllm-qwen3-235b", 8000, 0, "head")], "spark-4": []},
     },
+    # The Ray head serves no node of the ray-executor model on its workers (the model still needs it: TOGETHER).
+    "tests/preflight/valid/ray_head_apart": {
+        "models": [("qwen35-122b", ["spark-2", "spark-3"], "ray", "192.168.100.12", 29501, 8000)],
+        "ray": {"default": ("spark-1", ["spark-2", "spark-3"], GCS_DEFAULT, "192.168.100.11:%d" % GCS_DEFAULT)},
+        "services": {"spark-1": [("qwen3-30b", "sparkfleet-vllm-qwen3-30b", 8000, 0, "head")],
+                     "spark-2": [("qwen35-122b", "sparkfleet-vllm-qwen35-122b", 8000, 0, "head")],
+                     "spark-3": []},
+    },
 }
 
 # Only the GCS port named in inventory, merged over the role's default key by key: the same plan as the whole
@@ -178,6 +186,7 @@ RAY_FOLLOWERS = {
     "tests/preflight/valid/ray_ports_overridden": {"spark-2": [("llama-70b", 1)]},
     "tests/preflight/valid/ray_gcs_port_moved": {"spark-2": [("llama-70b", 1)]},
     "tests/preflight/valid/two_ray_clusters": {"spark-2": [("llama-70b", 1)], "spark-4": [("qwen3-235b", 1)]},
+    "tests/preflight/valid/ray_head_apart": {"spark-3": [("qwen35-122b", 1)]},
 }
 
 
@@ -514,3 +523,65 @@ def test_a_stored_plan_is_confirmed_only_for_the_variables_it_was_built_from():
     assert fp.covers(plan, ["a"], fp.inputs_digest(refreshed))
     moved = {"a": dict(inputs["a"], sparkfleet_models=[{"name": "m"}, {"name": "n", "port": 8001}])}
     assert not fp.covers(plan, ["a"], fp.inputs_digest(moved))
+
+
+# What each multi-node model needs beyond its nodes in a roll: (name, ray_head, together). The ray executor runs
+# on the Ray cluster of the model's first node, whose head holds the GCS its nodes join; where that head is none of
+# the model's nodes (ray_head_apart) it must change with them all the same. An mp model needs its nodes alone.
+TOGETHER = {
+    "inventories/two-spark": [("qwen3-235b", "spark-1", ["spark-1", "spark-2"])],
+    "inventories/three-spark": [("llama-405b", "spark-1", ["spark-1", "spark-2", "spark-3"])],
+    "inventories/sim": [("tiny-tp", None, ["spark-1", "spark-2"])],
+    "tests/preflight/valid/eight_mixed": [("qwen35-122b", None, ["spark-1", "spark-2"]),
+                                          ("llama-405b", "spark-3", ["spark-3", "spark-4", "spark-5", "spark-6"])],
+    "tests/preflight/valid/host_vars_only": [("gpt-oss-120b", None, ["spark-1", "spark-2"])],
+    "tests/preflight/valid/ini_inventory": [("qwen35-122b", None, ["spark-1", "spark-2"])],
+    "tests/preflight/valid/ray_ports_overridden": [("llama-70b", "spark-1", ["spark-1", "spark-2"])],
+    "tests/preflight/valid/ray_gcs_port_moved": [("llama-70b", "spark-1", ["spark-1", "spark-2"])],
+    "tests/preflight/valid/two_ray_clusters": [("llama-70b", "spark-1", ["spark-1", "spark-2"]),
+                                               ("qwen3-235b", "spark-3", ["spark-3", "spark-4"])],
+    "tests/preflight/valid/ray_head_apart": [("qwen35-122b", "spark-1", ["spark-2", "spark-3", "spark-1"])],
+}
+# The default batch of a roll (the largest group that must change together; one without multi-node models).
+ROLL_SERIAL = {"inventories/three-spark": 3, "tests/preflight/valid/eight_mixed": 4,
+               "tests/preflight/valid/ray_head_apart": 3, "inventories/dual-independent": 1,
+               "inventories/single-spark": 1, "inventories/sim-independent": 1}
+
+
+@pytest.mark.parametrize("source", sorted(EXPECTED))
+def test_each_multi_node_model_names_the_hosts_that_change_with_it(source):
+    plan = fp.build(fleet_of(source))
+    assert [(m["name"], m["ray_head"], m["together"]) for m in plan["models"]] == TOGETHER.get(source, [])
+    for model in plan["models"]:
+        assert model["together"][:len(model["nodes"])] == model["nodes"]
+    assert fp.roll_serial(plan) == ROLL_SERIAL.get(source, 2)
+
+
+def test_a_ray_model_needs_the_head_of_its_cluster_outside_its_nodes():
+    """The Ray head on spark-1, a TP=2 model with the ray executor on its workers spark-2 and spark-3: the model's
+    together holds the head after its nodes; the same model with the mp executor needs its nodes alone."""
+    tp = {"name": "tp2", "model": "org/m", "tensor_parallel_size": 2, "nodes": ["spark-2", "spark-3"], "executor": "ray"}
+    fleet = {"spark-1": {"group_names": ["sparks", "ray_head"]},
+             "spark-2": {"group_names": ["sparks", "ray_workers"], "sparkfleet_models": [tp]},
+             "spark-3": {"group_names": ["sparks", "ray_workers"], "sparkfleet_models": [tp]}}
+    model = fp.build(fleet)["models"][0]
+    assert (model["ray_head"], model["together"]) == ("spark-1", ["spark-2", "spark-3", "spark-1"])
+    mp = dict(tp, executor="mp")
+    fleet = dict((host, dict(v, sparkfleet_models=[mp]) if "sparkfleet_models" in v else v) for host, v in fleet.items())
+    model = fp.build(fleet)["models"][0]
+    assert (model["ray_head"], model["together"]) == (None, ["spark-2", "spark-3"])
+    assert fp.together_hosts(["a", "b"], "a") == ["a", "b"] and fp.together_hosts(["a", "b"]) == ["a", "b"]
+
+
+def test_a_plan_stored_before_together_is_planned_again():
+    """Rolls read together from the stored plan: a plan of the format before it (a persistent fact cache of an
+    older release) is not confirmed, so preflight and stored_plan plan the fleet again; the roll's functions refuse
+    it rather than miss a Ray head."""
+    plan = fp.build(fleet_of("tests/preflight/valid/ray_head_apart"))
+    assert plan["format"] == fp.PLAN_FORMAT == 5
+    assert fp.covers(plan, ["spark-1", "spark-2", "spark-3"])
+    old = dict(plan, format=4, models=[dict((k, v) for k, v in m.items() if k not in ("ray_head", "together"))
+                                       for m in plan["models"]])
+    assert not fp.covers(old, ["spark-1", "spark-2", "spark-3"])
+    with pytest.raises(fp.PlanError, match="not of this collection's format 5 .*found 4.*playbooks/preflight.yml"):
+        fp.roll_serial(old)
