@@ -20,12 +20,22 @@ description:
     headline of the last benchmark sweep (output tok/s at the lowest concurrency and at the best, e.g.
     C(17.0@c1 36.4@c4))) and prints one table after the play recap,
     instead of a debug list per host.
+  - Each row may carry C(do_not_reboot), the record C(sparkfleet.gb10.os_update) leaves on a host whose update stopped
+    past its upgrade (the fleet default C(reboot_hold_file)) as the summary play read it - its JSON text (keys C(reason),
+    C(step), C(running_kernel), C(refused_kernel), C(next_boot), C(next_boot_once)) or that mapping; null or absent for a
+    host without one.
+  - Each host with such a record gets one line under the table, in red, that says DO NOT REBOOT with the step, the reason,
+    the running and the refused kernel and the next boot; a record that cannot be read still gets its line.
   - Hosts that failed a task are listed under the table, in red, with the first line of what failed.
+  - Every line is printed through the collection's redaction (the run's secrets and the shapes of secrets hidden).
   - Enabled in the collection's C(ansible.cfg) (C(callbacks_enabled = sparkfleet.gb10.fleet_table)); prints nothing
     when no host set the fact.
 requirements:
   - enable in ansible.cfg (callbacks_enabled)
 """
+
+import json
+from collections.abc import Mapping
 
 from ansible.plugins.callback import CallbackBase
 from ansible.utils.color import stringc
@@ -99,6 +109,47 @@ def failure_line(host, task_name, result, secrets=()):
     return redaction.redact_text("%s: %s: %s" % (host, task_name, first), secrets)
 
 
+def hold_record(value):
+    """The do-not-reboot record of a row's ``do_not_reboot`` (os_update's ``reboot_hold_file`` as the summary play read
+    it: its JSON text, or the mapping): None for a host without one. A record that cannot be read is still one (as
+    fleet_health's probe counts it): its ``reason`` says so, with the first line of what was read."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    text = str(value).strip()
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return {"reason": "the record cannot be read (%s)" % (text.splitlines()[0] if text else "empty")}
+    return record
+
+
+def hold_line(host, record, secrets=()):
+    """'host: DO NOT REBOOT (step): reason; running K, refused K; next boot K (once)' for a host's do-not-reboot
+    record, with the run's ``secrets`` and every secret its shapes show hidden (the reason is a failure's message)."""
+    step = record.get("step")
+    reason = " ".join(str(record.get("reason") or "no reason recorded").split())
+    line = "%s: DO NOT REBOOT%s: %s; running %s, refused %s" % (
+        host, " (%s)" % step if step else "", reason, _text(record.get("running_kernel"), "?"),
+        _text(record.get("refused_kernel"), "?"))
+    if record.get("next_boot"):
+        line += "; next boot %s%s" % (record["next_boot"], " (once)" if record.get("next_boot_once") else "")
+    return redaction.redact_text(line, secrets)
+
+
+def hold_lines(rows, secrets=()):
+    """The do-not-reboot line of each host of ``rows`` ({host: row}) whose row carries a record, by host."""
+    lines = []
+    for host in sorted(rows):
+        record = hold_record((rows[host] or {}).get("do_not_reboot"))
+        if record is not None:
+            lines.append(hold_line(host, record, secrets))
+    return lines
+
+
 def run_secrets(play):
     """The secret values of the inventory a play runs on (``redaction.secret_values`` of every host's variables, as
     the variable manager holds them; a template stays its text). Empty when they cannot be read: the line is then
@@ -144,5 +195,7 @@ class CallbackModule(CallbackBase):
         secrets = run_secrets(self.play) if self.play is not None else set()
         for line in table_lines(self.rows):
             self._display.display(redaction.redact_text(line, secrets))
+        for line in hold_lines(self.rows, secrets):
+            self._display.display(stringc(line, "red"), stderr=False)
         for failure in self.failures:
             self._display.display(stringc(failure_line(*failure, secrets=secrets), "red"), stderr=False)

@@ -47,7 +47,7 @@ def test_table_from_recorded_results():
         recorded = json.load(handle)
     lines = _play(recorded)
     assert lines[0] == "== FLEET"
-    header, rule, *rows = lines[1:-1]
+    header, rule, *rows = lines[1:-2]
     assert header.split() == ["host", "driver", "fabric", "nccl", "gpu", "ray", "cache", "drop", "model", "endpoint",
                               "state", "gpu-mem", "tok/s", "answers", "bench", "tok/s"]
     assert set(rule) <= {"-", " "}
@@ -60,6 +60,12 @@ def test_table_from_recorded_results():
     assert rows[2].split() == ["embed", "192.168.100.11:8001", "down", "0.05", "-", "-", "-"]
     assert rows[2].index("embed") == rows[0].index("tiny-tp")
     assert len(rows) == 3
+    # spark-2's do-not-reboot record (os_update stopped at its proof), in red under the table; none for spark-1.
+    assert ("spark-2: DO NOT REBOOT (proof): the next boot's kernel 6.17.0-1020-nvidia has no NVIDIA module (modinfo -k "
+            "6.17.0-1020-nvidia finds none); running 6.17.0-1016-nvidia, refused 6.17.0-1020-nvidia; next boot "
+            "6.17.0-1016-nvidia (once)") in lines[-2]
+    assert "\x1b[" in lines[-2] or lines[-2].startswith("spark-2")
+    assert not any(line.startswith("spark-1: DO NOT REBOOT") for line in lines)
     # The failed gate, in red, with the first line only.
     assert ("spark-2: Ask every endpoint for a timed completion (tokens/s of the fleet table): "
             "http://127.0.0.1:8001/v1/completions answered -1") in lines[-1]
