@@ -98,7 +98,6 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import gpu_memory_utilization as impl
 
 
@@ -110,11 +109,7 @@ def gpu_memory_utilization(gb10_facts, services, os_headroom_gib=8.0, target=Non
         raise AnsibleFilterError(str(exc))
 
 
-def memory_sizable(gb10_facts, entries, weights_on_disk=None):
-    return fleet_plan.memory_sizable(gb10_facts, entries, list(weights_on_disk or {}))
-
-
 class FilterModule(object):
 
     def filters(self):
-        return {"gpu_memory_utilization": gpu_memory_utilization, "memory_sizable": memory_sizable}
+        return {"gpu_memory_utilization": gpu_memory_utilization}

@@ -4,7 +4,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.gpu_memory_utilization import (
-    FilterModule, gpu_memory_utilization, memory_sizable)
+    FilterModule, gpu_memory_utilization)
+from ansible_collections.sparkfleet.gb10.plugins.filter import memory_sizable as sizable_filter
+from ansible_collections.sparkfleet.gb10.plugins.filter.memory_sizable import memory_sizable
 
 from seed_configs import SEEDS
 
@@ -203,4 +205,4 @@ def test_the_utilization_limits_have_one_home_that_the_argv_and_the_split_share(
 ])
 def test_memory_sizable_is_the_plans_own_test(facts, entries, weights, expected):
     assert memory_sizable(facts, entries, weights) is expected
-    assert FilterModule().filters()["memory_sizable"] is memory_sizable
+    assert sizable_filter.FilterModule().filters()["memory_sizable"] is memory_sizable
