@@ -618,19 +618,21 @@ def _is_recovery(entry):
     return "recovery" in words or "single" in words
 
 
-def entry_spec(menu, release):
+def entry_spec(menu, release, lasting=False):
     """What names the entry of MENU (:func:`parse_grub_cfg`) that boots RELEASE normally (not a recovery entry), for
     ``grub-reboot``/``next_entry`` or GRUB_DEFAULT: ``<id>`` at the top level, ``<submenu id>><entry id>`` inside
     a submenu (titles where an item has no id), the first such entry in GRUB's order; None when none boots it.
-    :func:`resolve` with it as ``next_entry`` boots that entry."""
+    :func:`resolve` with it as ``next_entry`` boots that entry. LASTING (a ``saved_entry``, GRUB's default from now
+    on): the entry of the submenu first, whose id names the kernel (``gnulinux-<release>-advanced-<uuid>``); the
+    top-level entry boots whichever kernel is newest, another one once a newer kernel is installed."""
     for item in menu or []:
-        if item["kind"] == "entry" and item.get("release") == release and not _is_recovery(item):
+        if item["kind"] == "entry" and item.get("release") == release and not _is_recovery(item) and not lasting:
             return _spec_part(item)
         if item["kind"] == "submenu":
             for entry in item.get("entries") or []:
                 if entry["kind"] == "entry" and entry.get("release") == release and not _is_recovery(entry):
                     return "%s>%s" % (_spec_part(item), _spec_part(entry))
-    return None
+    return entry_spec(menu, release) if lasting else None
 
 
 def _menuentry_eq(ident, spec):
@@ -908,8 +910,16 @@ def installed_kernels(boot_dir="/boot"):
                         if name.startswith("vmlinuz-") and not name.endswith(".old"))
 
 
-def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", releases=None):
-    """The kernel the next boot of a host starts, and its command line, as GRUB will choose them.
+# What next_boot computes: the next boot (the grubenv's one-shot next_entry first), the boot after it (GRUB's
+# default: GRUB_DEFAULT, with saved its saved_entry), or the newest kernel's entry (item 0 of the menu update-grub
+# writes: what GRUB_DEFAULT=0 boots, the kernel an update boots once with os_update_boot_once).
+NEXT_BOOT_MODES = ("next", "default", "newest")
+
+
+def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", releases=None, mode="next"):
+    """The kernel the next boot of a host starts, and its command line, as GRUB will choose them (MODE ``next``;
+    ``default``: the boot after a one-shot next_entry, GRUB's default; ``newest``: item 0 of the menu, the newest
+    kernel's entry, whatever GRUB_DEFAULT and the grubenv say).
 
     RELEASES given (a plan: the kernels installed once an upgrade has run): the menu the upgrade's update-grub will
     write (:func:`predict`) from the defaults under ETC_DEFAULT and the grubenv. Else the host as it is: the entry
@@ -920,9 +930,16 @@ def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", relea
     -> ``{"release", "cmdline" (words from root= on), "source" ("predicted" | "grub.cfg" | None without a grub.cfg),
     "path", "by", "reason", "predicted" (the release update-grub would boot), "grub_cfg" (its path),
     "grub_cfg_found"}``; ``release`` None where no entry boots a kernel."""
+    if mode not in NEXT_BOOT_MODES:
+        raise ValueError("next_boot: mode %r is not one of %s" % (mode, ", ".join(NEXT_BOOT_MODES)))
     grub_dir = grub_dir or os.path.join(boot_dir, "grub")
     defaults = load_defaults(etc_default)
     env = read_grubenv(_read(os.path.join(grub_dir, "grubenv")) or "")
+    if mode != "next":
+        # the one-shot request and what 00_header makes of a failed initrd-less boot count for one boot only
+        env = dict((k, v) for k, v in env.items() if k not in ("next_entry", "prev_entry", "initrdfail"))
+    if mode == "newest":
+        env, defaults = {}, dict(defaults, GRUB_DEFAULT="0")
     kernels = installed_kernels(boot_dir) if releases is None else list(releases)
     path = os.path.join(grub_dir, "grub.cfg")
     text = _read(path)
@@ -938,8 +955,8 @@ def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", relea
         return result
     if text is None:
         return dict(result, release=None, cmdline=None, source=None, path=None, by=None, reason="no %s" % path)
-    chosen = resolve(menu, parse_cfg_default(text) or defaults.get("GRUB_DEFAULT", "0"), env,
-                     parse_title_corrections(text)) or {}
+    default = "0" if mode == "newest" else parse_cfg_default(text) or defaults.get("GRUB_DEFAULT", "0")
+    chosen = resolve(menu, default, env, parse_title_corrections(text)) or {}
     entry = chosen.get("entry") or {}
     return dict(result, release=entry.get("release"), cmdline=cmdline(entry), source="grub.cfg",
                 path=chosen.get("path"), by=chosen.get("by"), reason=chosen.get("reason"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: grub_next_boot
-short_description: Make the next boot of a Spark start a given kernel, once, as grub-reboot does
+short_description: Make the next boot of a Spark start a given kernel, once (grub-reboot) or from now on (grub-set-default)
 description:
   - Computes the kernel the next boot starts as GRUB computes it (C(plugins/module_utils/grub_boot.py), the
     entry C(grub.cfg) boots with the grubenv's C(next_entry) and C(saved_entry)). When it is not O(release), sets the
@@ -18,7 +18,12 @@ description:
   - C(next_entry) is honoured whatever C(GRUB_DEFAULT) says (C(/etc/grub.d/00_header) writes it first) and cleared
     by GRUB as it boots it; the boot after that one is GRUB_DEFAULT's again.
   - What the OS update does after a stop past its upgrade (rule C(kernel_updates)), so that an unplanned reboot
-    (a power cut, a person) starts the kernel the host runs now, not the one the proof refused.
+    (a power cut, a person) starts the kernel the host runs now, not the one the proof refused; with
+    C(os_update_boot_once), the boot of the proven kernel, once.
+  - With O(once=false), sets the grubenv's C(saved_entry) instead (C(grub-set-default)), the entry GRUB boots from
+    then on where C(grub.cfg) was written with C(GRUB_DEFAULT=saved) (refused otherwise, with the fix), and checks
+    GRUB's default boot (without a pending C(next_entry)) is O(release). With C(os_update_boot_once) the proven
+    kernel becomes the default only after its gates passed, and a kernel that panics falls back to it.
 version_added: 0.1.0
 author: sparkfleet.gb10 developers (!UNKNOWN)
 options:
@@ -42,6 +47,10 @@ options:
     description: The grub-editenv program (package grub-common).
     type: str
     default: grub-editenv
+  once:
+    description: C(true), the grubenv's one-shot C(next_entry); C(false), its C(saved_entry), GRUB's default from now on.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - sparkfleet.gb10.attributes
 attributes:
@@ -63,7 +72,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 next_entry:
-  description: The C(next_entry) written (or, in check mode, that would be); null when none was needed.
+  description: The C(next_entry) (with O(once=false), C(saved_entry)) written (or, in check mode, that would be); null when
+    none was needed.
   type: str
   returned: always
 before:
@@ -87,31 +97,39 @@ def run(module):
     params = module.params
     grub_dir = params["grub_dir"] or os.path.join(params["boot_dir"], "grub")
     release = params["release"]
+    variable = "next_entry" if params["once"] else "saved_entry"
 
     def compute():
-        return grub_boot.next_boot(params["boot_dir"], grub_dir, params["etc_default"])
+        return grub_boot.next_boot(params["boot_dir"], grub_dir, params["etc_default"],
+                                   mode="next" if params["once"] else "default")
 
     before = compute()
-    if before["release"] == release:
+    # saved_entry must name the kernel itself: one GRUB finds by falling back to item 0 is only the newest for now
+    if before["release"] == release and (params["once"] or before["by"] == "saved_entry"):
         return dict(changed=False, next_entry=None, before=before, next_boot=before)
     cfg = os.path.join(grub_dir, "grub.cfg")
     try:
         with open(cfg) as handle:
-            menu = grub_boot.parse_grub_cfg(handle.read())
+            text = handle.read()
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read %s: %s" % (cfg, exc), before=before)
-    spec = grub_boot.entry_spec(menu, release)
+    menu = grub_boot.parse_grub_cfg(text)
+    if not params["once"] and grub_boot.parse_cfg_default(text) != "saved":
+        module.fail_json(msg="%s was not written with GRUB_DEFAULT=saved (it boots %s by default): saved_entry would "
+                         "not be read. Set GRUB_DEFAULT=saved (os_update_boot_once writes it) and run update-grub"
+                         % (cfg, before["release"]), before=before)
+    spec = grub_boot.entry_spec(menu, release, lasting=not params["once"])
     if spec is None:
         module.fail_json(msg="no entry of %s boots kernel %s (the next boot starts %s): run update-grub, or reinstall "
                          "linux-image-%s" % (cfg, release, before["release"], release), before=before)
     if module.check_mode:
         return dict(changed=True, next_entry=spec, before=before, next_boot=before)
     program = module.get_bin_path(params["grub_editenv"], required=True)
-    module.run_command([program, os.path.join(grub_dir, "grubenv"), "set", "next_entry=" + spec], check_rc=True)
+    module.run_command([program, os.path.join(grub_dir, "grubenv"), "set", "%s=%s" % (variable, spec)], check_rc=True)
     after = compute()
-    if after["release"] != release:
-        module.fail_json(msg="set next_entry=%s in %s, and GRUB would still boot %s, not %s (%s)"
-                         % (spec, os.path.join(grub_dir, "grubenv"), after["release"], release,
+    if after["release"] != release or not (params["once"] or after["by"] == "saved_entry"):
+        module.fail_json(msg="set %s=%s in %s, and GRUB would still boot %s, not %s (%s)"
+                         % (variable, spec, os.path.join(grub_dir, "grubenv"), after["release"], release,
                             after.get("reason") or after.get("by")), before=before, next_boot=after)
     return dict(changed=True, next_entry=spec, before=before, next_boot=after)
 
@@ -124,6 +142,7 @@ def main():
             grub_dir=dict(type="path", default=""),
             etc_default=dict(type="path", default="/etc/default"),
             grub_editenv=dict(type="str", default="grub-editenv"),
+            once=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )

@@ -182,6 +182,21 @@ options:
     description: The mokutil program (package mokutil); with Secure Boot on and a MOK-signed module, a host without it is refused.
     type: str
     default: mokutil
+  next_boot:
+    description:
+      - C(grub), the kernel GRUB boots next as the host stands (its one-shot C(next_entry), else C(GRUB_DEFAULT)). C(newest),
+        the newest kernel's entry (item 0 of the menu update-grub writes), the kernel an update with
+        C(os_update_boot_once) boots once, while GRUB's default stays the kernel proven before.
+    type: str
+    choices: [grub, newest]
+    default: grub
+  fallback:
+    description:
+      - With O(stage=installed), the kernel GRUB's default boot (the one after a one-shot C(next_entry)) must start, the
+        one a failed boot of the next kernel falls back to (C(os_update_boot_once), the running kernel). Empty, not
+        checked.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - sparkfleet.gb10.attributes
 attributes:
@@ -218,6 +233,10 @@ next_boot:
     - How GRUB chooses it (C(grub_boot.next_boot)) - C(release), C(cmdline) (words from C(root=) on), C(source)
       (C(predicted) in a plan, C(grub.cfg) in the proof), C(path) and C(by) (which setting chose the entry),
       C(reason) (a fallback's), C(predicted) (the release update-grub would boot).
+  type: dict
+  returned: always
+fallback:
+  description: With O(fallback), GRUB's default boot, C(release) and C(by); null otherwise.
   type: dict
   returned: always
 new_kernels:
@@ -350,8 +369,24 @@ def next_boot(params, running, new=(), removed=(), planned=True):
     if planned:
         installed = grub_boot.installed_kernels(params["boot_dir"])
         releases = [r for r in set(installed) | set(new) | set([running]) if "linux-image-" + r not in removed]
-    found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], releases)
+    found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], releases,
+                                mode="newest" if params["next_boot"] == "newest" else "next")
     return found
+
+
+def fallback_problems(params, kernel, running):
+    """With os_update_boot_once (O(fallback)): GRUB's default boot, the one after a one-shot next_entry, must be the
+    kernel a failed boot of KERNEL falls back to. ``([problems], fallback)``."""
+    if not params["fallback"]:
+        return [], None
+    found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], mode="default")
+    fallback = {"release": found["release"], "by": found["by"]}
+    if found["release"] == params["fallback"]:
+        return [], fallback
+    return ["GRUB's default boot is %s (%s), not %s: a boot of %s that fails (a panic) would not fall back to the "
+            "kernel the host runs. os_update_boot_once sets GRUB_DEFAULT=saved and saved_entry before the upgrade; "
+            "run update-grub, check %s/grub.d, and update again" % (
+                found["release"], found["by"], params["fallback"], kernel, params["etc_default"])], fallback
 
 
 def grub_problems(boot, running):
@@ -845,6 +880,7 @@ def run(module):
     userspace = userspace_after(host, params, packages)
     nvidia = module_state(host, params, kernel, packages, userspace["version"])
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
+    fallback = fallback_problems(params, kernel, running) if params["stage"] == "installed" else ([], None)
     boot_security = secure_boot(params)
     signature, signature_problems = signature_check(host, params, kernel, nvidia, packages, boot_security)
     firmware, firmware_problem = [], None
@@ -858,8 +894,9 @@ def run(module):
             "holds_lifted": list(host.lifted) if packages["install"] or packages["remove"] or nvidia["install"] else [],
             "modules_removed": removed_modules(host, params, packages, running),
             "next_boot": boot,
-            "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel)
+            "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel) + fallback[0]
                                if params["stage"] == "installed" else grub_problems(boot, running)),
+            "fallback": fallback[1],
             "_config_problems": config_problems(host, params, kernel, boot["cmdline"]),
             "_firmware_problems": [firmware_problem] if firmware_problem else [],
             "secure_boot": dict(boot_security, **signature), "_signature_problems": signature_problems}
@@ -889,6 +926,8 @@ def main():
             firmware=dict(type="bool", default=False),
             fwupdmgr=dict(type="str", default="fwupdmgr"),
             release_holds=dict(type="list", elements="str", default=[]),
+            next_boot=dict(type="str", choices=["grub", "newest"], default="grub"),
+            fallback=dict(type="str", default=""),
             dpkg_status=dict(type="path", default="/var/lib/dpkg/status"),
             efivars=dict(type="path", default="/sys/firmware/efi/efivars"),
             secure_boot_efivar=dict(type="str", default=rulebook.setting("secure_boot_efivar")),

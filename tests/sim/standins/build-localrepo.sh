@@ -151,6 +151,8 @@ deb() { # repo name version depends [meta|kernel-image|headers|module|module-emp
         mkdir -p "$root$SIM/boot"
         : >"$root$SIM/boot/vmlinuz-$kernel"
         : >"$root$SIM/boot/initrd.img-$kernel" # what update-initramfs makes in the real package's postinst
+        # a kernel that panics at boot (the boot stand-in reads the mark): nothing apt or the proof can see
+        if [ "${PANICS:-}" = "$kernel" ]; then : >"$root$SIM/boot/sim-panics-$kernel"; fi
         for script in postinst postrm; do
             cat >"$root/DEBIAN/$script" <<EOF
 #!/bin/sh
@@ -262,6 +264,14 @@ kernel badmodule 6.17.0-1020-nvidia 6.17.0-1020.20
 module badmodule 6.17.0-1020-nvidia 6.17.0-1020.20 module-empty
 module_meta badmodule 6.17.0-1020-nvidia 6.17.0-1020.20
 
-for repo in base good good2 nomodule knownbad badmodule; do
+# panics: kernel, module and metapackages a proof accepts, and a kernel that panics at boot (os_update_boot_once's
+# fallback to GRUB's default)
+PANICS=6.17.0-1024-nvidia
+kernel panics 6.17.0-1024-nvidia 6.17.0-1024.24
+PANICS=
+module panics 6.17.0-1024-nvidia 6.17.0-1024.24
+module_meta panics 6.17.0-1024-nvidia 6.17.0-1024.24
+
+for repo in base good good2 nomodule knownbad badmodule panics; do
     index "$out/$repo" "DGX OS kernel stand-in ($repo)"
 done

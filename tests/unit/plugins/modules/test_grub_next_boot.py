@@ -30,7 +30,7 @@ class Module(object):
         (tmp_path / "default" / "grub.d").mkdir(parents=True)
         shutil.copy(os.path.join(FIXTURES, "default-grub"), str(tmp_path / "default" / "grub"))
         self.params = dict(boot_dir=str(boot), grub_dir="", etc_default=str(tmp_path / "default"),
-                           grub_editenv="grub-editenv")
+                           grub_editenv="grub-editenv", once=True)
         self.params.update(params)
         self.check_mode = check_mode
         self.grubenv = boot / "grub" / "grubenv"
@@ -88,3 +88,52 @@ def test_a_kernel_grub_cfg_has_no_entry_for_is_refused_with_the_fix(tmp_path):
     with pytest.raises(AssertionError, match="no entry of .*grub.cfg boots kernel 7.0.0-1019-nvidia.*update-grub"):
         grub_next_boot.run(module)
     assert module.ran == []
+
+
+def _saved_mode(module):
+    """grub.cfg as update-grub writes it with GRUB_DEFAULT=saved (os_update_boot_once): 00_header's default line."""
+    cfg = os.path.join(module.params["boot_dir"], "grub", "grub.cfg")
+    with open(cfg) as handle:
+        text = handle.read()
+    assert 'set default="0"' in text
+    with open(cfg, "w") as handle:
+        handle.write(text.replace('set default="0"', 'set default="${saved_entry}"'))
+
+
+def test_saved_entry_makes_a_kernel_grubs_default_from_now_on(tmp_path):
+    """once=false writes saved_entry (grub-set-default): with GRUB_DEFAULT=saved the running older kernel stays the
+    default while a newer one is tried once through next_entry; a panic of the newer one boots the default."""
+    module = Module(tmp_path, release=OLDER, once=False)
+    _saved_mode(module)
+    result = grub_next_boot.run(module)
+    assert result["changed"] and result["next_boot"]["release"] == OLDER and result["next_boot"]["by"] == "saved_entry"
+    assert "saved_entry=gnulinux-advanced-" in subprocess.run(["grub-editenv", str(module.grubenv), "list"],
+                                                              capture_output=True, text=True, check=True).stdout
+    # the newest tried once on top of it: the next boot is the newest, the one after it the saved older kernel
+    module.params.update(release=NEWEST, once=True)
+    assert grub_next_boot.run(module)["next_boot"]["release"] == NEWEST
+    assert grub_boot.next_boot(module.params["boot_dir"], None, module.params["etc_default"],
+                               mode="default")["release"] == OLDER
+    # again: nothing to write
+    module.params.update(release=OLDER, once=False)
+    assert grub_next_boot.run(module)["changed"] is False
+
+
+def test_saved_entry_is_refused_where_grub_cfg_ignores_it(tmp_path):
+    module = Module(tmp_path, release=OLDER, once=False)
+    with pytest.raises(AssertionError, match="not written with GRUB_DEFAULT=saved"):
+        grub_next_boot.run(module)
+    assert module.ran == []
+
+
+def test_saved_entry_is_written_where_grub_only_falls_back_to_the_kernel(tmp_path):
+    """An empty saved_entry makes GRUB boot item 0, the newest kernel, which is the running one only until a newer
+    kernel is installed: the entry is written anyway, naming the kernel."""
+    module = Module(tmp_path, release=NEWEST, once=False)
+    _saved_mode(module)
+    assert grub_boot.next_boot(module.params["boot_dir"], None, module.params["etc_default"], mode="default")["by"] \
+        == "fallback"
+    result = grub_next_boot.run(module)
+    assert result["changed"] and result["next_boot"]["by"] == "saved_entry" and result["next_boot"]["release"] == NEWEST
+    # the submenu's entry of that kernel, not the top-level one that boots whichever kernel is newest
+    assert result["next_entry"].startswith("gnulinux-advanced-") and ">gnulinux-%s-advanced-" % NEWEST in result["next_entry"]

@@ -126,7 +126,8 @@ class Host(object):
                            efivars=str(tmp_path / "efivars"),
                            secure_boot_efivar=rulebook.setting("secure_boot_efivar"),
                            trusted_signers=[item["signer"] for item in rulebook.setting("module_trusted_signers")],
-                           mok_certificate=str(tmp_path / "mok" / "MOK.der"), mokutil="mokutil")
+                           mok_certificate=str(tmp_path / "mok" / "MOK.der"), mokutil="mokutil",
+                           next_boot="grub", fallback="")
         self.params.update(params)
         # AnsibleModule's temporary directory (the status copy with the unit's holds lifted goes there)
         self.tmpdir = str(tmp_path)
@@ -901,3 +902,37 @@ def test_the_secure_boot_facts_are_the_rule_books():
             assert text.count("    %s: \"{{ os_update_%s }}\"" % (option, option)) == text.count(
                 "sparkfleet.gb10.os_update_plan:"), (name, option)
     assert calls == 3
+
+
+def test_boot_once_proves_the_newest_kernel_and_its_fallback_to_the_running_one(tmp_path):
+    """os_update_boot_once: GRUB_DEFAULT=saved keeps the running kernel GRUB's default (saved_entry) while the newest
+    one is booted once; the proof judges the newest (next_boot newest), and GRUB's default must be the running
+    kernel, where a boot of the newest that panics falls back."""
+    newer = "6.17.0-1016-nvidia"
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"},
+                stage="installed", next_boot="newest", fallback=RUNNING)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((RUNNING, newer), default="${saved_entry}"))
+    (tmp_path / "default" / "grub.d" / "90-sparkfleet-boot-once.cfg").write_text(
+        'GRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} panic=30"\n')
+    env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, RUNNING, dev)
+    (tmp_path / "boot" / "grub" / "grubenv").write_text(env + "#" * (1024 - len(env)))
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == newer and plan["safe"], plan["problems"]
+    assert plan["fallback"] == {"release": RUNNING, "by": "saved_entry"}
+    # GRUB's own next boot is the saved running kernel: without next_boot newest there would be nothing to reboot for
+    host.params.update(next_boot="grub")
+    assert os_update_plan.run(host)["next_kernel"] == RUNNING
+    # saved_entry unset: GRUB's default falls to item 0, the newest kernel itself, so a panic would boot it again
+    (tmp_path / "boot" / "grub" / "grubenv").unlink()
+    host.params.update(next_boot="newest")
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and plan["fallback"]["release"] == newer
+    assert "GRUB's default boot is %s" % newer in plan["problems"][0] and "not %s" % RUNNING in plan["problems"][0]
+
+
+def test_without_boot_once_no_fallback_is_judged(tmp_path):
+    newer = "6.17.0-1016-nvidia"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"}, stage="installed")
+    plan = os_update_plan.run(host)
+    assert plan["next_kernel"] == newer and plan["safe"] and plan["fallback"] is None
