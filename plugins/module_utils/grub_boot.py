@@ -878,12 +878,16 @@ def cmdline(entry, defaults=None, machine="aarch64", variables=None, boot_image=
 
 # --- the next boot of a host ------------------------------------------------------------------------------------
 
-def _read(path):
+def read_file(path):
+    """The text of one of GRUB's files (undecodable bytes replaced), or None where it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read()
     except OSError:
         return None
+
+
+_read = read_file
 
 
 def _root_of(menu):

@@ -104,8 +104,7 @@ def run(module):
                                    mode="next" if params["once"] else "default")
 
     before = compute()
-    # saved_entry must name the kernel itself: one GRUB finds by falling back to item 0 is only the newest for now
-    if before["release"] == release and (params["once"] or before["by"] == "saved_entry"):
+    if params["once"] and before["release"] == release:
         return dict(changed=False, next_entry=None, before=before, next_boot=before)
     cfg = os.path.join(grub_dir, "grub.cfg")
     try:
@@ -122,6 +121,10 @@ def run(module):
     if spec is None:
         module.fail_json(msg="no entry of %s boots kernel %s (the next boot starts %s): run update-grub, or reinstall "
                          "linux-image-%s" % (cfg, release, before["release"], release), before=before)
+    # saved_entry must name that kernel's own entry: 0, or the top-level entry, boots it only while it is the newest
+    env = grub_boot.read_grubenv(grub_boot.read_file(os.path.join(grub_dir, "grubenv")) or "")
+    if not params["once"] and before["release"] == release and env.get("saved_entry") == spec:
+        return dict(changed=False, next_entry=None, before=before, next_boot=before)
     if module.check_mode:
         return dict(changed=True, next_entry=spec, before=before, next_boot=before)
     program = module.get_bin_path(params["grub_editenv"], required=True)

@@ -274,6 +274,13 @@ holds_lifted:
   type: list
   elements: str
   returned: always
+unit_installed:
+  description:
+    - The packages of O(release_holds) installed now, held or not (with O(stage=planned)); the update holds each
+      again after its upgrade, whatever the outcome.
+  type: list
+  elements: str
+  returned: always
 install:
   description:
     - Packages to install beside the upgrade (the next kernel's module, or its headers, when the upgrade leaves
@@ -334,6 +341,7 @@ _KERNEL_IMAGE = re.compile(r"^linux-image-(?P<release>\d\S*)$")
 _UPSTREAM = re.compile(r"^(?:\d+:)?(?P<upstream>[^-]+)")
 _PACKAGE = re.compile(r"^Package: *(\S+)", re.M)
 _HOLD = re.compile(r"^(Status: *)hold ", re.M)
+_INSTALLED = re.compile(r"^Status: *(install|hold) ok installed$", re.M)
 
 
 def parse_simulation(text):
@@ -370,23 +378,45 @@ def next_boot(params, running, new=(), removed=(), planned=True):
         installed = grub_boot.installed_kernels(params["boot_dir"])
         releases = [r for r in set(installed) | set(new) | set([running]) if "linux-image-" + r not in removed]
     found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], releases,
-                                mode="newest" if params["next_boot"] == "newest" else "next")
+                                mode="newest" if params.get("next_boot") == "newest" else "next")
     return found
 
 
-def fallback_problems(params, kernel, running):
+# 00_header's comment in a grub.cfg whose GRUB cannot write its environment block (/boot on LVM, RAID, btrfs, zfs):
+# a next_entry is then never cleared, and a kernel that panics would be booted again and again.
+NO_WRITE_SUPPORT = "GRUB lacks write support"
+
+
+def fallback_problems(params, kernel, running, boot):
     """With os_update_boot_once (O(fallback)): GRUB's default boot, the one after a one-shot next_entry, must be the
-    kernel a failed boot of KERNEL falls back to. ``([problems], fallback)``."""
+    kernel a failed boot of KERNEL falls back to; the boot of KERNEL (BOOT, its entry) must reboot on a panic
+    (``panic=`` above 0 on its command line, the last one counting); and GRUB must be able to clear the one-shot
+    entry as it boots it. ``([problems], fallback)``."""
     if not params["fallback"]:
         return [], None
     found = grub_boot.next_boot(params["boot_dir"], params["grub_dir"] or None, params["etc_default"], mode="default")
     fallback = {"release": found["release"], "by": found["by"]}
-    if found["release"] == params["fallback"]:
-        return [], fallback
-    return ["GRUB's default boot is %s (%s), not %s: a boot of %s that fails (a panic) would not fall back to the "
+    problems = []
+    if found["release"] != params["fallback"]:
+        problems.append(
+            "GRUB's default boot is %s (%s), not %s: a boot of %s that fails (a panic) would not fall back to the "
             "kernel the host runs. os_update_boot_once sets GRUB_DEFAULT=saved and saved_entry before the upgrade; "
             "run update-grub, check %s/grub.d, and update again" % (
-                found["release"], found["by"], params["fallback"], kernel, params["etc_default"])], fallback
+                found["release"], found["by"], params["fallback"], kernel, params["etc_default"]))
+    panics = [word.split("=", 1)[1] for word in boot.get("cmdline") or [] if word.startswith("panic=")]
+    if not panics or not panics[-1].isdigit() or int(panics[-1]) <= 0:
+        problems.append(
+            "the entry that boots %s has %s on its command line: a panic would not reboot the host into %s (a Spark has "
+            "no BMC). os_update_boot_once writes panic=os_update_panic_timeout (above 0) into GRUB's defaults; a file of "
+            "%s/grub.d read after it may set GRUB_CMDLINE_LINUX_DEFAULT without it; fix it, run update-grub, update again"
+            % (kernel, ("panic=" + panics[-1]) if panics else "no panic=", params["fallback"], params["etc_default"]))
+    cfg = grub_boot.read_file(boot["grub_cfg"]) if boot.get("grub_cfg") else None
+    if cfg and NO_WRITE_SUPPORT in cfg:
+        problems.append(
+            "%s says '%s' (/boot on LVM, RAID, btrfs or zfs): the one-shot next_entry would not be cleared as it boots, "
+            "and a kernel that panics would boot again and again. Turn os_update_boot_once off for this host" % (
+                boot["grub_cfg"], NO_WRITE_SUPPORT))
+    return problems, fallback
 
 
 def grub_problems(boot, running):
@@ -427,6 +457,13 @@ def lift_holds(status, names):
     return "\n".join(out), lifted
 
 
+def installed_of(status, names):
+    """The packages of NAMES dpkg's status file STATUS has installed (held or not), in file order."""
+    wanted = set(names)
+    return [found.group(1) for found, stanza in ((_PACKAGE.search(s), s) for s in re.split(r"\n(?=\n)", status))
+            if found and found.group(1) in wanted and _INSTALLED.search(stanza)]
+
+
 class Host(object):
     """What the plan asks the host: apt, dpkg, modinfo and files, in the C locale."""
 
@@ -435,6 +472,8 @@ class Host(object):
         # apt's options for every simulation (the status file with the unit's holds lifted)
         self.apt_options = []
         self.lifted = []
+        # the packages of release_holds installed now, held or not (the update holds every one again after it)
+        self.unit_installed = []
 
     def lift(self, params):
         """Point apt's simulations at a copy of dpkg's status file with the holds of release_holds lifted."""
@@ -446,6 +485,7 @@ class Host(object):
                 text = handle.read().decode("utf-8", "surrogateescape")
         except (IOError, OSError) as exc:
             self.module.fail_json(msg="cannot read dpkg's status file %s: %s" % (params["dpkg_status"], exc))
+        self.unit_installed = installed_of(text, params["release_holds"])
         text, self.lifted = lift_holds(text, params["release_holds"])
         if self.lifted:
             path = os.path.join(self.module.tmpdir, "dpkg-status-holds-lifted")
@@ -880,7 +920,7 @@ def run(module):
     userspace = userspace_after(host, params, packages)
     nvidia = module_state(host, params, kernel, packages, userspace["version"])
     bad = next((dict(item) for item in params["known_bad_kernels"] if item.get("release") == kernel), None)
-    fallback = fallback_problems(params, kernel, running) if params["stage"] == "installed" else ([], None)
+    fallback = fallback_problems(params, kernel, running, boot) if params["stage"] == "installed" else ([], None)
     boot_security = secure_boot(params)
     signature, signature_problems = signature_check(host, params, kernel, nvidia, packages, boot_security)
     firmware, firmware_problem = [], None
@@ -892,6 +932,9 @@ def run(module):
             # the state apt simulated: every hold of the unit lifted, whenever the upgrade or the module's install
             # changes anything (the held user space a phased module needs included); nothing to do, nothing lifted
             "holds_lifted": list(host.lifted) if packages["install"] or packages["remove"] or nvidia["install"] else [],
+            # every installed package of the unit, held again after the upgrade whatever its outcome: a run that lost
+            # its host after lifting the holds left them lifted, and this run holds them again
+            "unit_installed": list(host.unit_installed),
             "modules_removed": removed_modules(host, params, packages, running),
             "next_boot": boot,
             "_boot_problems": (grub_problems(boot, running) + boot_problems(host, params, kernel) + fallback[0]

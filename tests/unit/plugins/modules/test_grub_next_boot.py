@@ -137,3 +137,20 @@ def test_saved_entry_is_written_where_grub_only_falls_back_to_the_kernel(tmp_pat
     assert result["changed"] and result["next_boot"]["by"] == "saved_entry" and result["next_boot"]["release"] == NEWEST
     # the submenu's entry of that kernel, not the top-level one that boots whichever kernel is newest
     assert result["next_entry"].startswith("gnulinux-advanced-") and ">gnulinux-%s-advanced-" % NEWEST in result["next_entry"]
+
+
+@pytest.mark.parametrize("saved", ["0", "gnulinux-simple-"])
+def test_a_saved_entry_that_boots_the_kernel_only_while_it_is_the_newest_is_rewritten(tmp_path, saved):
+    module = Module(tmp_path, release=NEWEST, once=False)
+    _saved_mode(module)
+    menu_text = open(os.path.join(module.params["boot_dir"], "grub", "grub.cfg")).read()
+    if saved != "0":
+        saved = grub_boot.entry_spec(grub_boot.parse_grub_cfg(menu_text), NEWEST)  # the top-level entry
+        assert saved.startswith("gnulinux-simple-")
+    subprocess.run(["grub-editenv", str(module.grubenv), "create"], check=True)
+    subprocess.run(["grub-editenv", str(module.grubenv), "set", "saved_entry=" + saved], check=True)
+    assert grub_boot.next_boot(module.params["boot_dir"], None, module.params["etc_default"], mode="default")["release"] \
+        == NEWEST
+    result = grub_next_boot.run(module)
+    assert result["changed"] and ">gnulinux-%s-advanced-" % NEWEST in result["next_entry"]
+    assert grub_next_boot.run(module)["changed"] is False

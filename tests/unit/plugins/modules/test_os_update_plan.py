@@ -590,6 +590,9 @@ def test_nothing_to_upgrade_lifts_no_hold(tmp_path):
                 files={"status": STATUS}, release_holds=rulebook.driver_unit("580")["held"])
     plan = os_update_plan.run(host)
     assert host.apt_options["dist-upgrade"] != [] and plan["holds_lifted"] == [] and plan["safe"]
+    # nothing lifted, yet every installed package of the unit is named, to be held again (a lost run's lifted holds)
+    assert plan["unit_installed"] == os_update_plan.installed_of(STATUS, rulebook.driver_unit("580")["held"])
+    assert "nvidia-driver-580-open" in plan["unit_installed"]
 
 
 def test_a_status_file_in_another_encoding_is_copied_untouched(tmp_path):
@@ -912,7 +915,8 @@ def test_boot_once_proves_the_newest_kernel_and_its_fallback_to_the_running_one(
     dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
     host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"},
                 stage="installed", next_boot="newest", fallback=RUNNING)
-    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((RUNNING, newer), default="${saved_entry}"))
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((RUNNING, newer), "quiet splash panic=30",
+                                                                  default="${saved_entry}"))
     (tmp_path / "default" / "grub.d" / "90-sparkfleet-boot-once.cfg").write_text(
         'GRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} panic=30"\n')
     env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, RUNNING, dev)
@@ -931,8 +935,47 @@ def test_boot_once_proves_the_newest_kernel_and_its_fallback_to_the_running_one(
     assert "GRUB's default boot is %s" % newer in plan["problems"][0] and "not %s" % RUNNING in plan["problems"][0]
 
 
+@pytest.mark.parametrize("cmdline, words", [
+    ("quiet splash", "no panic="),
+    ("quiet splash panic=30 panic=0", "panic=0"),
+])
+def test_boot_once_refuses_a_boot_that_would_not_reboot_on_a_panic(tmp_path, cmdline, words):
+    newer = "6.17.0-1016-nvidia"
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"},
+                stage="installed", next_boot="newest", fallback=RUNNING)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(grub_cfg((RUNNING, newer), cmdline, default="${saved_entry}"))
+    (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX_DEFAULT="%s"\n' % cmdline)
+    env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, RUNNING, dev)
+    (tmp_path / "boot" / "grub" / "grubenv").write_text(env + "#" * (1024 - len(env)))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and plan["fallback"]["release"] == RUNNING
+    assert [p for p in plan["problems"] if "has %s on its command line" % words in p], plan["problems"]
+
+
+def test_boot_once_refuses_a_grub_that_cannot_clear_its_one_shot_entry(tmp_path):
+    newer = "6.17.0-1016-nvidia"
+    dev = "3f0c6b9e-8d2a-4c71-9b5e-2a7d41c0e8f5"
+    host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"},
+                stage="installed", next_boot="newest", fallback=RUNNING)
+    text = grub_cfg((RUNNING, newer), "quiet splash panic=30", default="${saved_entry}")
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text("# GRUB lacks write support for /dev/mapper/vg-root\n" + text)
+    (tmp_path / "default" / "grub").write_text('GRUB_DEFAULT=saved\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash panic=30"\n')
+    env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-%s>gnulinux-%s-advanced-%s\n" % (dev, RUNNING, dev)
+    (tmp_path / "boot" / "grub" / "grubenv").write_text(env + "#" * (1024 - len(env)))
+    plan = os_update_plan.run(host)
+    assert not plan["safe"] and [p for p in plan["problems"] if "GRUB lacks write support" in p], plan["problems"]
+
+
 def test_without_boot_once_no_fallback_is_judged(tmp_path):
     newer = "6.17.0-1016-nvidia"
     host = Host(tmp_path, kernels=(RUNNING, newer), modules={RUNNING: "580.142", newer: "580.142"}, stage="installed")
     plan = os_update_plan.run(host)
     assert plan["next_kernel"] == newer and plan["safe"] and plan["fallback"] is None
+
+
+def test_installed_of_names_the_units_installed_packages_held_or_not():
+    status = ("Package: a\nStatus: hold ok installed\nVersion: 1\n\nPackage: b\nStatus: install ok installed\n"
+              "Version: 1\n\nPackage: c\nStatus: deinstall ok config-files\nVersion: 1\n\nPackage: d\n"
+              "Status: install ok installed\nVersion: 1\n")
+    assert os_update_plan.installed_of(status, ["a", "b", "c", "x"]) == ["a", "b"]
