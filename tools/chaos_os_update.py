@@ -66,6 +66,10 @@ def prepare(c, host):
     c.name_fabric_port_at_boot(host)
     c.sh(host, "systemctl daemon-reload && systemctl enable %s >/dev/null 2>&1" % BOOT_UNIT[0], check=True)
     c.sh(host, "test -f %s/base/Release || /usr/local/sbin/build-localrepo.sh %s kernels" % (REPOS, REPOS), check=True)
+    # grub-editenv (package grub-common, on every Spark): os_update_boot_once makes the running kernel GRUB's saved
+    # entry and boots the new one once; installed from Debian before apt is kept to the stand-ins
+    c.sh(host, "command -v grub-editenv >/dev/null || { apt-get -q update >/dev/null && %s install "
+               "--no-install-recommends grub-common >/dev/null; }" % APT, check=True, timeout=600)
     c.sh(host, "if [ -f /etc/apt/sources.list ]; then mv /etc/apt/sources.list %s; fi" % SET_ASIDE, check=True)
     # The base unit as packages and as the running one (a rerun of the fault starts where the last one began):
     # kernel 6.17.0-1014-nvidia's metapackages, its module's and driver 580.142, held as nvidia_driver holds them.
