@@ -80,6 +80,17 @@ def check_refresh(rc, out, err):
         raise FwupdError(_error(rc, out, err))
 
 
+def _answer(rc, out, err):
+    """The JSON object of a --json answer; FwupdError when fwupdmgr failed (its exit code, an Error object, no JSON)."""
+    try:
+        data = json.loads(out)
+    except ValueError:
+        raise FwupdError(_error(rc, out, err))
+    if not isinstance(data, dict) or rc != 0 or "Error" in data:
+        raise FwupdError(_error(rc, out, err))
+    return data
+
+
 def parse_updates(rc, out, err=""):
     """``fwupdmgr get-updates --json`` -> the updates it offers, one per device:
     ``{device_id, name, vendor, plugin, version, update_version, releases, summary, remote, device_flags,
@@ -87,12 +98,7 @@ def parse_updates(rc, out, err=""):
     offer, newest first). Raise FwupdError when fwupdmgr failed."""
     if rc == NOTHING_TO_DO:
         return []
-    try:
-        data = json.loads(out)
-    except ValueError:
-        raise FwupdError(_error(rc, out, err))
-    if not isinstance(data, dict) or rc != 0 or "Error" in data:
-        raise FwupdError(_error(rc, out, err))
+    data = _answer(rc, out, err)
     updates = []
     for device in data.get("Devices") or []:
         releases = device.get("Releases") or []
@@ -119,12 +125,7 @@ def parse_devices(rc, out, err=""):
     """``fwupdmgr get-devices --json`` or ``get-history --json`` -> ``{device_id: {name, version, update_state,
     update_error, release}}`` (``update_state`` by name, ``release`` the version of the newest release listed: in
     the history, the one that was installed). Raise FwupdError when fwupdmgr failed."""
-    try:
-        data = json.loads(out)
-    except ValueError:
-        raise FwupdError(_error(rc, out, err))
-    if not isinstance(data, dict) or rc != 0 or "Error" in data:
-        raise FwupdError(_error(rc, out, err))
+    data = _answer(rc, out, err)
     devices = {}
     for device in data.get("Devices") or []:
         releases = device.get("Releases") or []

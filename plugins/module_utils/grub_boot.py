@@ -887,9 +887,6 @@ def read_file(path):
         return None
 
 
-_read = read_file
-
-
 def _root_of(menu):
     """The ``root=`` value of the first entry in MENU that boots a kernel, or None."""
     stack = list(menu or ())
@@ -938,7 +935,7 @@ def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", relea
         raise ValueError("next_boot: mode %r is not one of %s" % (mode, ", ".join(NEXT_BOOT_MODES)))
     grub_dir = grub_dir or os.path.join(boot_dir, "grub")
     defaults = load_defaults(etc_default)
-    env = read_grubenv(_read(os.path.join(grub_dir, "grubenv")) or "")
+    env = read_grubenv(read_file(os.path.join(grub_dir, "grubenv")) or "")
     if mode != "next":
         # the one-shot request and what 00_header makes of a failed initrd-less boot count for one boot only
         env = dict((k, v) for k, v in env.items() if k not in ("next_entry", "prev_entry", "initrdfail"))
@@ -946,7 +943,7 @@ def next_boot(boot_dir="/boot", grub_dir=None, etc_default="/etc/default", relea
         env, defaults = {}, dict(defaults, GRUB_DEFAULT="0")
     kernels = installed_kernels(boot_dir) if releases is None else list(releases)
     path = os.path.join(grub_dir, "grub.cfg")
-    text = _read(path)
+    text = read_file(path)
     menu = parse_grub_cfg(text) if text is not None else []
     # The next menu carries this one's device id and root= (an id in GRUB_DEFAULT or saved_entry names them).
     options = dict((k, v) for k, v in (("dev_id", device_id(menu)), ("root", _root_of(menu))) if v)
