@@ -47,6 +47,19 @@ options:
       content:
         description: The file's content (O(files[].state=file)).
         type: str
+      template:
+        description:
+          - A template of the role, rendered on the controller (by the module's action plugin, as
+            C(lookup('ansible.builtin.template')) renders it) into the file's content, in place of O(files[].content).
+        type: str
+      template_vars:
+        description: More variables for O(files[].template) (the lookup's C(template_vars)).
+        type: dict
+      role_file:
+        description:
+          - A file of the role's C(files/), read on the controller as it is into the file's content, in place of
+            O(files[].content).
+        type: str
       src:
         description: The target of the link (O(files[].state=link)).
         type: str
@@ -430,6 +443,9 @@ def main():
                 path=dict(type="path", required=True),
                 state=dict(type="str", default="file", choices=["file", "directory", "link", "absent"]),
                 content=dict(type="str"),
+                template=dict(type="str"),
+                template_vars=dict(type="dict"),
+                role_file=dict(type="str"),
                 src=dict(type="str"),
                 owner=dict(type="str"),
                 group=dict(type="str"),
@@ -445,6 +461,11 @@ def main():
     # A secret's content is masked in whatever this module returns, a failure's message included, so that a later
     # task may show the error of a call that carries a secret. The task itself still needs no_log: the module's
     # arguments reach the host's journal before this runs.
+    unrendered = [entry["path"] for entry in module.params["files"] if entry.get("template") or entry.get("role_file")]
+    if unrendered:
+        module.fail_json(msg="host_files: template and role_file are rendered by the collection's action plugin on the "
+                             "controller; the module got them unrendered for %s (call it as sparkfleet.gb10.host_files)"
+                         % ", ".join(unrendered), changed=False)
     for entry in module.params["files"]:
         if entry.get("secret") and entry.get("content"):
             module.no_log_values.add(entry["content"])
