@@ -3,6 +3,8 @@
 
 Prints, for the checkout it is run in (or the directory given):
 * the share of YAML lines under roles/ that are Jinja statements ({% ... %});
+* the share of the lines of vars/ files (roles/*/vars/, playbooks/vars/) that belong to a value whose Jinja spans
+  several lines (a program in a variable, re-templated at every reference);
 * the lines under roles/ and under plugins/ (Python);
 * the filter files that only register a filter another file implements;
 * the places that read the fleet plan with a fallback (``sparkfleet_plan | default(none)``);
@@ -18,6 +20,8 @@ import re
 import subprocess
 import sys
 
+import yaml
+
 
 def tracked(top, *paths):
     out = subprocess.run(["git", "-C", top, "ls-files", *paths], capture_output=True, text=True, check=True).stdout
@@ -27,6 +31,23 @@ def tracked(top, *paths):
 def lines(top, path):
     with open(os.path.join(top, path), encoding="utf-8", errors="replace") as handle:
         return handle.read().splitlines()
+
+
+def multi_line_jinja(text):
+    """The lines of a YAML file's Jinja expressions ({{ }} or {% %} in a scalar) that span several lines: a program in
+    a variable rather than a value. A mapping or list of one-line expressions counts nothing."""
+    def walk(node):
+        if isinstance(node, yaml.ScalarNode):
+            value = str(node.value)
+            first = node.start_mark.line + (1 if node.style in ("|", ">") else 0)  # a block's text starts below
+            lines_spanned = node.end_mark.line - first + (1 if node.end_mark.column else 0)
+            return lines_spanned if lines_spanned > 1 and ("{{" in value or "{%" in value) else 0
+        if isinstance(node, yaml.MappingNode):
+            return sum(walk(key) + walk(value) for key, value in node.value)
+        if isinstance(node, yaml.SequenceNode):
+            return sum(walk(item) for item in node.value)
+        return 0
+    return sum(walk(node) for node in yaml.compose_all(text, Loader=yaml.SafeLoader) if node is not None)
 
 
 def main(top):
@@ -52,6 +73,13 @@ def main(top):
     gcs_files = [p for p in rest if re.search(r"\b6379\b", "\n".join(lines(top, p)))]
     print("Jinja statements in roles/ YAML: %d of %d lines (%.1f%%)" % (
         len(statements), len(yml_lines), 100.0 * len(statements) / max(1, len(yml_lines))))
+    var_files = [p for p in tracked(top, "roles", "playbooks") if re.match(r"^(roles/[^/]+|playbooks)/vars/.*\.ya?ml$", p)]
+    var_lines = sum(len(lines(top, p)) for p in var_files)
+    programs = dict((p, multi_line_jinja("\n".join(lines(top, p)) + "\n")) for p in var_files)
+    print("vars/ lines in Jinja expressions that span several lines: %d of %d (%.1f%%)" % (
+        sum(programs.values()), var_lines, 100.0 * sum(programs.values()) / max(1, var_lines)))
+    for p in sorted(p for p in programs if programs[p]):
+        print("  %s: %d" % (p, programs[p]))
     print("lines: roles/ %d, plugins/ (Python) %d" % (role_lines, plugin_lines))
     print("filter files that only register another file's filter: %d" % len(register_only))
     print("plan read with a fallback (sparkfleet_plan | default(none)): %d files" % len(fallbacks))
