@@ -25,6 +25,10 @@ def vllm_unit_reads(units, followers, headwatch_prefix, page_cache_socket=""):
     return vsf.unit_reads(units, followers, headwatch_prefix, page_cache_socket)
 
 
+def vllm_state_record(units, followers, headwatch_prefix, page_cache_socket=""):
+    return vsf.state_record(units, followers, headwatch_prefix, page_cache_socket)
+
+
 def vllm_unit_results(units, result, guard_file, secrets, reads, check_mode=False):
     return vsf.unit_results(units, result, guard_file, secrets, reads, check_mode)
 
@@ -45,6 +49,7 @@ class FilterModule(object):
             "vllm_headwatch_files": vllm_headwatch_files,
             "vllm_page_cache_files": vllm_page_cache_files,
             "vllm_unit_reads": vllm_unit_reads,
+            "vllm_state_record": vllm_state_record,
             "vllm_unit_results": vllm_unit_results,
             "vllm_headwatch_results": vllm_headwatch_results,
             "vllm_keys_to_generate": vllm_keys_to_generate,

@@ -72,13 +72,32 @@ def page_cache_files(helper_wanted, member, helper, state_file, unit):
     return out
 
 
-def unit_reads(units, followers, headwatch_prefix, page_cache_socket=""):
-    """``host_read`` commands for the state of each unit this host wants: its vLLM units, its followers' head watch
-    units and, on a member, the page-cache socket."""
+def wanted_units(units, followers, headwatch_prefix, page_cache_socket=""):
+    """Each unit this host wants enabled and running: its vLLM units, its followers' head watch units and, on a
+    member, the page-cache socket."""
     names = ["%s.service" % unit["unit"] for unit in units]
     names += [headwatch_unit(headwatch_prefix, follower) for follower in followers]
-    names += [page_cache_socket] if page_cache_socket else []
-    return [show_command(name) for name in names]
+    return names + ([page_cache_socket] if page_cache_socket else [])
+
+
+def unit_reads(units, followers, headwatch_prefix, page_cache_socket=""):
+    """``host_read`` commands for the state of each unit this host wants (``wanted_units``)."""
+    return [show_command(name) for name in wanted_units(units, followers, headwatch_prefix, page_cache_socket)]
+
+
+# The health check of an API: vLLM's /health answers without a key (the API guard's open paths too).
+_HEALTH = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)"
+
+
+def state_record(units, followers, headwatch_prefix, page_cache_socket=""):
+    """What ``sparkfleet.gb10.role_state`` confirms of the role's services besides their files: each wanted unit
+    enabled and running, and each API this host serves (rank 0) answering /health."""
+    return {"units": [{"name": name, "enabled": True, "active": True}
+                      for name in wanted_units(units, followers, headwatch_prefix, page_cache_socket)],
+            "checks": [{"name": "%s /health" % unit["unit"],
+                        "argv": ["python3", "-c", _HEALTH,
+                                 "http://%s:%s/health" % (unit["call_address"], unit["port"])]}
+                       for unit in units if int(unit.get("rank") or 0) == 0]}
 
 
 def _settled(reads, unit):

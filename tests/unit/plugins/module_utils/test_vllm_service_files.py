@@ -110,3 +110,15 @@ def test_keys_to_generate_only_generated_keys_not_found():
     found = {"files": {"/s/a.key": {"exists": True}, "/s/b.key": {"exists": False}, "/etc/c.env": {"exists": False}}}
     assert [s["name"] for s in vsf.keys_to_generate(sources, found)] == ["b"]
     assert [s["name"] for s in vsf.keys_to_generate(sources, {})] == ["a", "b"]
+
+
+def test_state_record_every_wanted_unit_running_and_each_api_healthy():
+    head = dict(HEAD, call_address="192.168.100.10", port=8000)
+    follower = dict(FOLLOWER, call_address="192.168.100.10", port=8001)
+    record = vsf.state_record([head, follower], [follower], "hw-", "pc.socket")
+    assert record["units"] == [{"name": n, "enabled": True, "active": True}
+                               for n in ("vllm-qwen.service", "vllm-big.service", "hw-big.service", "pc.socket")]
+    # Only the API this host serves (rank 0) is asked; the follower serves none.
+    assert [c["name"] for c in record["checks"]] == ["vllm-qwen /health"]
+    assert record["checks"][0]["argv"][-1] == "http://192.168.100.10:8000/health"
+    assert record["checks"][0]["argv"][:2] == ["python3", "-c"]
