@@ -108,10 +108,7 @@ class CallbackModule(CallbackBase):
     CALLBACK_TYPE = "aggregate"
     CALLBACK_NAME = "sparkfleet.gb10.warm_plugins"
     CALLBACK_NEEDS_ENABLED = True
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._warmed = False
+    _warmed = False  # until the first play of the run starts (then on the instance)
 
     def v2_playbook_on_play_start(self, play):
         if self._warmed:

@@ -8,6 +8,8 @@ name: fleet_default
 author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: Read a default that several roles share
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.named_values
 description:
   - Returns a default from C(plugins/module_utils/fleet_defaults.py), the one place for a path or name that one role
     writes and others read (the virtualenv, the NCCL environment file, the Ray token, the vLLM secrets directory, the
@@ -24,8 +26,6 @@ options:
     type: list
     elements: str
     required: true
-notes:
-  - An unknown name fails and lists the known names.
 """
 
 EXAMPLES = r"""

@@ -9,6 +9,8 @@ name: rulebook
 author: sparkfleet.gb10 developers (!UNKNOWN)
 short_description: Read a setting from the GB10/SM121 rule book
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.named_values
 description:
   - Returns settings from C(plugins/module_utils/rulebook.py), the one place that holds every
     GB10/SM121 fact that changes behaviour (driver branch, NCCL version, MTU, memory ceilings, ...).
@@ -22,8 +24,6 @@ options:
     type: list
     elements: str
     required: true
-notes:
-  - An unknown name fails and lists the known names.
 """
 
 EXAMPLES = r"""

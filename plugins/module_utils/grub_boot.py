@@ -205,6 +205,21 @@ def _sh_commands(text):
             commands.append(list(words))
             del words[:]
 
+    def escaped(i):
+        """Add the character the backslash at TEXT[i] quotes (nothing for a line continuation); where it ends."""
+        if text[i + 1:i + 2] != "\n":
+            add(("lit", text[i + 1:i + 2], True))
+        return i + 2
+
+    def plain(i, quoted):
+        """Add the expansion or the character at TEXT[i], inside double quotes or not; where it ends."""
+        if text[i] in "$`":
+            segment, i = _sh_expansion(text, i, quoted)
+            add(segment)
+            return i
+        add(("lit", text[i], quoted))
+        return i + 1
+
     while i < n:
         c = text[i]
         if c in " \t":
@@ -217,9 +232,7 @@ def _sh_commands(text):
             while i < n and text[i] != "\n":
                 i += 1
         elif c == "\\":
-            if text[i + 1:i + 2] != "\n":
-                add(("lit", text[i + 1:i + 2], True))
-            i += 2
+            i = escaped(i)
         elif c == "'":
             j = text.find("'", i + 1)
             j = n if j < 0 else j
@@ -229,24 +242,13 @@ def _sh_commands(text):
             add(("lit", "", True))
             i += 1
             while i < n and text[i] != '"':
-                d = text[i]
-                if d == "\\" and text[i + 1:i + 2] in ('"', "\\", "$", "`", "\n"):
-                    if text[i + 1] != "\n":
-                        add(("lit", text[i + 1], True))
-                    i += 2
-                elif d in "$`":
-                    segment, i = _sh_expansion(text, i, True)
-                    add(segment)
+                if text[i] == "\\" and text[i + 1:i + 2] in ('"', "\\", "$", "`", "\n"):
+                    i = escaped(i)
                 else:
-                    add(("lit", d, True))
-                    i += 1
+                    i = plain(i, True)
             i += 1
-        elif c in "$`":
-            segment, i = _sh_expansion(text, i, False)
-            add(segment)
         else:
-            add(("lit", c, False))
-            i += 1
+            i = plain(i, False)
     end_command()
     return commands
 

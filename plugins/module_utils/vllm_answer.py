@@ -72,6 +72,34 @@ def excerpt(text, limit=BODY_EXCERPT):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def endpoint_options():
+    """The argument spec of the options that name one endpoint to ask: its URL, the served model and its key (never
+    logged). The options of sparkfleet.gb10.vllm_completion and vllm_correctness (documented once: the doc fragment
+    sparkfleet.gb10.vllm_endpoint), and the suboptions of an entry of :func:`endpoints_option`."""
+    return dict(
+        url=dict(type="str", required=True),
+        model=dict(type="str", required=True),
+        api_key=dict(type="str", default="", no_log=True),
+    )
+
+
+def endpoints_option(**more):
+    """The argument spec of the option ``endpoints`` of the modules that check every endpoint of a host at once
+    (vllm_ready, vllm_verify): each entry its name, base URL, served model and key, and the suboptions ``more``."""
+    options = dict(name=dict(type="str", required=True), **endpoint_options())
+    options.update(more)
+    return dict(type="list", elements="dict", required=True, options=options)
+
+
+def below_one(params, *names):
+    """What is wrong with the first of the integer parameters ``names`` that is below 1 (None when none is); the
+    module refuses it."""
+    for name in names:
+        if params[name] < 1:
+            return "%s must be at least 1, not %d" % (name, params[name])
+    return None
+
+
 def key_headers(api_key=""):
     """The headers that carry the endpoint's key (``Authorization: Bearer``); none without one."""
     return {"Authorization": "Bearer " + api_key} if api_key else {}

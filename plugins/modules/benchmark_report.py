@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: benchmark_report
 short_description: Write the fleet benchmark's Markdown report, its chart of tok/s against concurrency and its figures
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.no_diff
 description:
   - Run on the controller (delegated to localhost) by C(playbooks/benchmark.yml) with the summary of every
     model's concurrency sweep (C(sparkfleet.gb10.benchmark_summary)).
@@ -50,13 +53,6 @@ options:
         models), each with when it ran; a model this sweep ran replaces its old figures.
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: fabric_ping
 short_description: Don't-fragment pings from this host to each of its fabric peers, run concurrently
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.no_diff
 description:
   - Runs C(ping -M do -s PAYLOAD -c COUNT -i INTERVAL -W WAIT -I IFNAME ADDRESS) for every target at the same
     time and returns each one's result, in the order of O(targets), shaped like the results of a looped
@@ -60,15 +63,6 @@ options:
     description: The ping command (name or path).
     type: str
     default: ping
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

@@ -10,6 +10,9 @@ DOCUMENTATION = r"""
 module: fleet_preflight
 short_description: Check the whole inventory and every host before anything changes
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.no_diff
 description:
   - An action that runs on the controller, once, over every host of O(hosts) and O(fleet_hosts).
   - Checks the type of every role variable the inventory sets against the roles'
@@ -33,13 +36,6 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: gpu_gate
 short_description: Prove that the virtualenv's torch, vLLM and NCCL are the ones a GB10 needs, as a unit loads them
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
 description:
   - Runs a probe under the virtualenv's Python with the environment the sparkfleet units get (the NCCL
     environment file of the role C(sparkfleet.gb10.nccl) and O(environment)), and reads from inside that process
@@ -70,15 +73,6 @@ options:
     description: The host's inventory name, for the failure message.
     type: str
     default: ""
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

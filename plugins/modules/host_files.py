@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: host_files
 short_description: Settle several directories, files and links in one call, each reported on its own
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.files
 description:
   - Brings every entry of O(files) to its state, in the order given, and says which ones it changed.
   - One module call for a role's files, where M(ansible.builtin.template) and M(ansible.builtin.copy) make two
@@ -93,15 +96,6 @@ options:
             C(backup_file).
         type: bool
         default: false
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

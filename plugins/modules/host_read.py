@@ -9,6 +9,8 @@ DOCUMENTATION = r"""
 ---
 module: host_read
 short_description: What a role needs to know about a host before it acts, read in one call
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes.read_only
 description:
   - Looks at several paths (whether each exists, what it is, its text when asked) and runs several
     read-only commands (their return code and output), in one round trip over the connection.
@@ -71,16 +73,6 @@ options:
       chdir:
         description: The directory to run it in.
         type: path
-attributes:
-  check_mode:
-    description: Reads only; the same answer as a real run.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    support: full
-    description: Never changes anything.
 """
 
 EXAMPLES = r"""

@@ -9,6 +9,8 @@ DOCUMENTATION = r"""
 ---
 module: start_inputs
 short_description: Checksum what a unit loads at start, as lines for the unit file
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes.read_only
 description:
   - Reads the sha256 of each file a service loads when it starts (the virtualenv's freeze, the NCCL
     environment file) and returns one comment line per file, C(# loads <path> sha256 <digest>), with
@@ -25,16 +27,6 @@ options:
     required: true
     type: list
     elements: str
-attributes:
-  check_mode:
-    description: Reads only; the same answer as a real run.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    support: full
-    description: Never changes anything.
 """
 
 EXAMPLES = r"""

@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: vllm_bench
 short_description: Run one vllm bench serve against an endpoint and return the result file it saved
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
 description:
   - Runs the argv (C(sparkfleet.gb10.benchmark_argv)) of one C(vllm bench serve) with the endpoint's API key in
     C(OPENAI_API_KEY) of that process only, never on a command line (Ansible's C(environment) keyword puts its
@@ -44,15 +47,6 @@ options:
     description: Seconds the run may take.
     type: int
     default: 1800
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

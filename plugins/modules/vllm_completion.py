@@ -13,6 +13,10 @@ DOCUMENTATION = r"""
 module: vllm_completion
 short_description: Ask a vLLM endpoint for one completion and measure its tokens per second
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
+  - sparkfleet.gb10.vllm_endpoint
 description:
   - Sends one request to the OpenAI-compatible C(/v1/completions) of a vLLM endpoint and measures, on the
     host, the wall time from sending the request to having read the whole response.
@@ -21,14 +25,6 @@ description:
   - Fails when the endpoint does not answer 200 or the answer has no completion tokens.
   - Read-only on the host, but it makes the model generate; like M(ansible.builtin.uri) it is skipped in check mode.
 options:
-  url:
-    description: The completions URL, for example C(http://127.0.0.1:8000/v1/completions).
-    type: str
-    required: true
-  model:
-    description: The served model name.
-    type: str
-    required: true
   prompt:
     description: The prompt.
     type: str
@@ -37,23 +33,13 @@ options:
     description: max_tokens of the request (reasoning models need enough to get past their thinking).
     type: int
     default: 16
-  api_key:
-    description: "The endpoint's API key, sent as C(Authorization: Bearer); empty sends none."
-    type: str
-    default: ""
   timeout:
     description: Seconds to wait for the answer.
     type: int
     default: 600
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
+seealso:
+  - module: sparkfleet.gb10.vllm_verify
+  - module: sparkfleet.gb10.vllm_ready
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """
@@ -102,18 +88,16 @@ json:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import timed_completion
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import endpoint_options, timed_completion
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True),
-            model=dict(type="str", required=True),
             prompt=dict(type="str", required=True),
             max_tokens=dict(type="int", default=16, no_log=False),
-            api_key=dict(type="str", default="", no_log=True),
             timeout=dict(type="int", default=600),
+            **endpoint_options()
         ),
         supports_check_mode=False,
     )

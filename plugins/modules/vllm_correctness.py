@@ -13,6 +13,11 @@ DOCUMENTATION = r"""
 module: vllm_correctness
 short_description: Judge whether a vLLM endpoint answers right, not only whether it answers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
+  - sparkfleet.gb10.vllm_endpoint
+  - sparkfleet.gb10.vllm_correctness
 description:
   - A model whose kernels compute garbage still answers HTTP 200 with fluent text (CUTLASS FP4 MoE on SM121,
     rule C(moe_backend)). This module asks the OpenAI-compatible C(/v1/completions) of a vLLM endpoint
@@ -29,18 +34,6 @@ description:
     through the lookup C(sparkfleet.gb10.rulebook).
   - Read-only on the host, but it makes the model generate; like M(ansible.builtin.uri) it is skipped in check mode.
 options:
-  url:
-    description: The completions URL, for example C(http://127.0.0.1:8000/v1/completions).
-    type: str
-    required: true
-  model:
-    description: The served model name.
-    type: str
-    required: true
-  api_key:
-    description: "The endpoint's API key, sent as C(Authorization: Bearer); empty sends none."
-    type: str
-    default: ""
   timeout:
     description: Seconds to wait for each answer.
     type: int
@@ -49,22 +42,12 @@ options:
     description: max_tokens of each known-answer ask (rule book setting C(known_answers_max_tokens)).
     type: int
     default: 16
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 notes:
   - The asks are sent one after the other. Requests other clients send at the same moment are batched with them,
     and batched kernels may round differently; a determinism failure on a busy endpoint is worth one more run
     when it is idle.
 seealso:
   - module: sparkfleet.gb10.vllm_completion
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-  - sparkfleet.gb10.vllm_correctness
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """
@@ -154,6 +137,7 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import endpoint_options
 # The asking and judging are shared with sparkfleet.gb10.vllm_verify (the endpoint gate of fleet_verify).
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_correctness import asker, check_inputs, gate, gate_options
 
@@ -161,12 +145,9 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_correctness i
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True),
-            model=dict(type="str", required=True),
-            api_key=dict(type="str", default="", no_log=True),
             timeout=dict(type="int", default=600),
             max_tokens=dict(type="int", default=16, no_log=False),
-            **gate_options()
+            **dict(endpoint_options(), **gate_options())
         ),
         supports_check_mode=False,
     )

@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: vllm_ready
 short_description: Wait until vLLM endpoints answer /health and a real completion, all at once, in one call
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
 description:
   - For every endpoint at the same time (one thread each), on the host, polls C(GET <url>/health) every
     O(interval) seconds until it answers 200 or O(timeout) seconds have passed; then asks
@@ -78,15 +81,6 @@ options:
     description: Seconds between two completion requests of one endpoint.
     type: float
     default: 10
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 seealso:
   - module: sparkfleet.gb10.vllm_completion
 author:
@@ -160,7 +154,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import (
-    at_once, choices_of, excerpt, is_ready, request, timed_completion)
+    at_once, choices_of, below_one, endpoints_option, excerpt, is_ready, request, timed_completion)
 
 # Longest one /health poll may wait for its answer: a healthy server answers at once, a starting one may not
 # listen yet (refused at once) or hang while it loads; the deadline still cuts it short.
@@ -252,12 +246,7 @@ def failure_message(results):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            endpoints=dict(type="list", elements="dict", required=True, options=dict(
-                name=dict(type="str", required=True),
-                url=dict(type="str", required=True),
-                model=dict(type="str", required=True),
-                api_key=dict(type="str", default="", no_log=True),
-            )),
+            endpoints=endpoints_option(),
             timeout=dict(type="int", required=True),
             interval=dict(type="float", default=2),
             prompt=dict(type="str", required=True),
@@ -269,9 +258,9 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
-    for name in ("timeout", "tries", "request_timeout", "max_tokens"):
-        if p[name] < 1:
-            module.fail_json(msg="%s must be at least 1, not %d" % (name, p[name]))
+    wrong = below_one(p, "timeout", "tries", "request_timeout", "max_tokens")
+    if wrong:
+        module.fail_json(msg=wrong)
     if p["interval"] < 0 or p["retry_delay"] < 0:
         module.fail_json(msg="interval and retry_delay must not be negative")
     results = wait_all(p["endpoints"], p["timeout"], p["interval"], p["prompt"], p["max_tokens"],

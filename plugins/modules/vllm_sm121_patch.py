@@ -13,6 +13,9 @@ DOCUMENTATION = r"""
 module: vllm_sm121_patch
 short_description: Make vLLM fall back from CUTLASS FP8 kernels to Triton on SM121 (GB10)
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.files
 description:
   - vLLM's prebuilt C(_C.abi3.so) carries CUTLASS FP8 kernels for sm_120/sm_120a
     but not sm_121; on a GB10 C(cutlass_scaled_mm) fails with C(Error Internal).
@@ -46,15 +49,6 @@ options:
     type: list
     elements: str
     default: [CUTLASS_FP8_SUPPORTED, CUTLASS_BLOCK_FP8_SUPPORTED]
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """

@@ -13,6 +13,10 @@ DOCUMENTATION = r"""
 module: vllm_verify
 short_description: Verify every vLLM endpoint of a host at once, in one call (keys, model, completion, answers, metrics)
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.probe
+  - sparkfleet.gb10.vllm_correctness
 description:
   - For every endpoint at the same time (one thread each), on the host, the checks of the role fleet_verify, one
     after the other per endpoint; what makes a model generate (the timed completion and the correctness gate) runs
@@ -95,13 +99,6 @@ options:
     description: max_tokens of each known-answer ask (rule book setting C(known_answers_max_tokens)).
     type: int
     default: 16
-attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 notes:
   - The endpoints are asked at the same time, but each endpoint's asks one after the other, and the generating
     asks of one endpoint at a time, so the determinism ask of one endpoint is not batched with the others' requests
@@ -110,9 +107,6 @@ seealso:
   - module: sparkfleet.gb10.vllm_completion
   - module: sparkfleet.gb10.vllm_correctness
   - module: sparkfleet.gb10.vllm_ready
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-  - sparkfleet.gb10.vllm_correctness
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """
@@ -204,7 +198,7 @@ import threading
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlparse
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_answer import (
-    at_once, excerpt, key_headers, request, timed_completion)
+    at_once, below_one, endpoints_option, excerpt, key_headers, request, timed_completion)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_correctness import asker, check_inputs, gate, gate_options
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.vllm_metrics import figures
 
@@ -357,14 +351,7 @@ def failure_message(results):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            endpoints=dict(type="list", elements="dict", required=True, options=dict(
-                name=dict(type="str", required=True),
-                url=dict(type="str", required=True),
-                model=dict(type="str", required=True),
-                api_key=dict(type="str", default="", no_log=True),
-                keyed=dict(type="bool"),
-                correctness_check=dict(type="bool", default=True),
-            )),
+            endpoints=endpoints_option(keyed=dict(type="bool"), correctness_check=dict(type="bool", default=True)),
             api_guard=dict(type="bool", default=True),
             prompt=dict(type="str", required=True),
             max_tokens=dict(type="int", default=16, no_log=False),
@@ -375,9 +362,9 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
-    for name in ("timeout", "max_tokens", "known_answers_max_tokens", "determinism_max_tokens"):
-        if p[name] < 1:
-            module.fail_json(msg="%s must be at least 1, not %d" % (name, p[name]))
+    wrong = below_one(p, "timeout", "max_tokens", "known_answers_max_tokens", "determinism_max_tokens")
+    if wrong:
+        module.fail_json(msg=wrong)
     wrong = check_inputs(p["known_answers"], p["min_correct"])
     if wrong:
         module.fail_json(msg="%s (rule book known_answers)" % wrong)

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """Run a small playbook against localhost with the collection's ansible.cfg (shared by unit tests)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -22,3 +23,15 @@ def local_playbook(tmp_path, text, extra_vars=None, env=None, check=False):
         cmd += ["-e", "%s=%s" % (key, value)]
     cmd += (["--check"] if check else []) + [str(playbook)]
     return subprocess.run(cmd, cwd=REPO, env=run_env, capture_output=True, text=True, check=False)
+
+
+def kept_result(tmp_path, text, extra_vars, secret, env=None):
+    """Run the playbook ``text`` as local_playbook does; its last task writes the result it registered, as JSON, to
+    the path in the extra variable ``out`` (set here). (The CompletedProcess, that result), once the run passed and
+    ``secret`` shows neither in the result nor in the run's output."""
+    out = tmp_path / "result.json"
+    proc = local_playbook(tmp_path, text, extra_vars=dict(extra_vars, out=str(out)), env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    kept = out.read_text()
+    assert secret not in kept and secret not in proc.stdout and secret not in proc.stderr
+    return proc, json.loads(kept)

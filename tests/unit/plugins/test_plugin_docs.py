@@ -28,17 +28,53 @@ def test_doc_blocks_parse(path):
         yaml.safe_load(data["plainexamples"])
 
 
-@pytest.mark.parametrize("path", FRAGMENTS, ids=lambda p: f"doc_fragments/{p.name}")
-def test_doc_fragments_parse(path):
-    """A doc fragment (plugins/doc_fragments) holds options or attributes shared by modules: its DOCUMENTATION is a
-    class attribute, merged by extends_documentation_fragment. An attribute fragment describes; each module says its
-    own support (ansible-core merges the two, the module's keys winning)."""
+def _fragment_class(name):
     import importlib
-    module = importlib.import_module("ansible_collections.sparkfleet.gb10.plugins.doc_fragments." + path.stem)
-    doc = yaml.safe_load(module.ModuleDocFragment.DOCUMENTATION)
-    assert doc.get("options") or doc.get("attributes"), f"{path}: neither options nor attributes"
-    for name, attribute in (doc.get("attributes") or {}).items():
-        assert attribute.get("description") and "support" not in attribute, f"{path}: {name}"
+    return importlib.import_module("ansible_collections.sparkfleet.gb10.plugins.doc_fragments." + name).ModuleDocFragment
+
+
+# Each fragment's DOCUMENTATION and its named parts: the upper-case class attributes, extended as
+# sparkfleet.gb10.<file>.<part in lower case> (attributes' PROBE as sparkfleet.gb10.attributes.probe).
+FRAGMENT_PARTS = [(path.stem, part) for path in FRAGMENTS
+                  for part in sorted(v for v in vars(_fragment_class(path.stem)) if v.isupper())]
+SUPPORT = ("full", "partial", "none", "N/A")
+
+
+@pytest.mark.parametrize("name, part", FRAGMENT_PARTS, ids=lambda v: v)
+def test_doc_fragments_parse(name, part):
+    """A doc fragment (plugins/doc_fragments) holds what several plugins document alike: options, attributes or
+    notes, merged by extends_documentation_fragment (ansible-core wants its ``options``, empty or not). The
+    attributes' DOCUMENTATION describes; a part of it (a kind of module) says the support of every attribute,
+    described there or by DOCUMENTATION. ansible-core merges an attribute's keys, the module's winning."""
+    fragment = _fragment_class(name)
+    doc = yaml.safe_load(getattr(fragment, part))
+    assert "options" in doc, f"{name}.{part}: no options"
+    assert doc["options"] or doc.get("attributes") or doc.get("notes"), f"{name}.{part}: nothing to add"
+    described = yaml.safe_load(fragment.DOCUMENTATION).get("attributes") or {}
+    for attribute, keys in (doc.get("attributes") or {}).items():
+        if part == "DOCUMENTATION":
+            assert keys.get("description") and "support" not in keys, f"{name}: {attribute}"
+        else:
+            assert keys.get("support") in SUPPORT, f"{name}.{part}: {attribute}"
+            assert keys.get("description") or attribute in described, f"{name}.{part}: {attribute} undescribed"
+
+
+MODULES = [p for p in PLUGINS if p.parent.name == "modules"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_the_fragments_a_module_extends_exist(path):
+    """Every fragment a module names is there (a part by its class attribute); a whole part (one that describes
+    every attribute itself, as attributes.read_only) stands alone, since the fragment named first wins a key."""
+    names = read_docstring(str(path), verbose=False, ignore_errors=False)["doc"].get("extends_documentation_fragment")
+    names = [names] if isinstance(names, str) else names or []
+    for full in names:
+        assert full.startswith("sparkfleet.gb10."), full
+        name, _dot, part = full[len("sparkfleet.gb10."):].partition(".")
+        assert hasattr(_fragment_class(name), (part or "documentation").upper()), full
+        keys = yaml.safe_load(getattr(_fragment_class(name), (part or "documentation").upper())).get("attributes") or {}
+        if part and keys and all(k.get("description") for k in keys.values()):
+            assert names == [full], "%s: %s describes every attribute itself; extend it alone" % (path.name, full)
 
 
 FILTER_FILES = sorted((ROOT / "plugins" / "filter").glob("*.py"))

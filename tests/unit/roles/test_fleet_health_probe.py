@@ -441,10 +441,19 @@ def _modinfo(modules):
     return runner, calls
 
 
+def _collect(tmp_path, running, next_boot, modules, **kernel):
+    """The probe's (samples, failures, modinfo calls) on a host running ``running`` whose next boot starts
+    ``next_boot``, with the NVIDIA modules ``modules`` ({kernel: version}); ``kernel`` changes what the role
+    rendered into the probe's configuration."""
+    runner, calls = _modinfo(modules)
+    samples, failures = probe.collect({"kernel": dict(_kernel_tree(tmp_path, running, next_boot), **kernel)},
+                                      runner=runner)
+    return samples, failures, calls
+
+
 def test_the_next_boots_kernel_with_its_module_keeps_the_gpu(tmp_path):
-    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
-    runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05", "6.17.0-1016-nvidia": "580.95.05"})
-    samples, failures = probe.collect(config, runner=runner)
+    samples, failures, calls = _collect(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia",
+                                        {"6.17.0-1014-nvidia": "580.95.05", "6.17.0-1016-nvidia": "580.95.05"})
     assert calls[0][2] == "6.17.0-1016-nvidia"  # the next boot's kernel, not the running one
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "580.95.05"}, True) in samples
@@ -453,9 +462,8 @@ def test_the_next_boots_kernel_with_its_module_keeps_the_gpu(tmp_path):
 
 
 def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the_reboot(tmp_path):
-    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
-    runner, dummy = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
-    samples, failures = probe.collect(config, runner=runner)
+    samples, failures, _calls = _collect(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia",
+                                         {"6.17.0-1014-nvidia": "580.95.05"})
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "none"}, False) in samples
     assert len(failures) == 1 and "6.17.0-1016-nvidia has no NVIDIA kernel module" in failures[0]
@@ -466,19 +474,16 @@ def test_an_update_that_brought_a_kernel_without_the_module_is_caught_before_the
 
 def test_the_package_names_come_from_the_probes_configuration(tmp_path):
     """The probe names what the role rendered from the rule book, not a name of its own."""
-    config = {"kernel": dict(_kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia"),
-                             module_package="nvidia-kmod-{branch}-for-{kernel}", headers_package="")}
-    runner, dummy = _modinfo({})
-    dummy, failures = probe.collect(config, runner=runner)
+    _samples, failures, _calls = _collect(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia", {},
+                                          module_package="nvidia-kmod-{branch}-for-{kernel}", headers_package="")
     assert "Install nvidia-kmod-580-for-6.17.0-1016-nvidia (or boot" in failures[0]
     assert "linux-modules-nvidia" not in failures[0]
 
 
 def test_a_known_bad_next_kernel_is_flagged_with_the_rule_books_why_and_fix(tmp_path):
     bad = rulebook.setting("known_bad_kernels")[0]
-    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1032-nvidia", bad["release"])}
-    runner, dummy = _modinfo({"6.17.0-1032-nvidia": "580.142", bad["release"]: "580.142"})
-    samples, failures = probe.collect(config, runner=runner)
+    samples, failures, _calls = _collect(tmp_path, "6.17.0-1032-nvidia", bad["release"],
+                                         {"6.17.0-1032-nvidia": "580.142", bad["release"]: "580.142"})
     assert ("sparkfleet_next_boot_kernel_known_bad", {"kernel": bad["release"]}, True) in samples
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": bad["release"], "branch": "580", "version": "580.142"}, True) in samples
@@ -487,18 +492,15 @@ def test_a_known_bad_next_kernel_is_flagged_with_the_rule_books_why_and_fix(tmp_
 
 
 def test_a_module_of_another_branch_is_no_gpu_either(tmp_path):
-    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia")}
-    runner, dummy = _modinfo({"6.17.0-1016-nvidia": "590.44.01"})
-    samples, failures = probe.collect(config, runner=runner)
+    samples, failures, _calls = _collect(tmp_path, "6.17.0-1014-nvidia", "6.17.0-1016-nvidia",
+                                         {"6.17.0-1016-nvidia": "590.44.01"})
     assert ("sparkfleet_next_boot_nvidia_module",
             {"kernel": "6.17.0-1016-nvidia", "branch": "580", "version": "590.44.01"}, False) in samples
     assert "not of the 580 branch" in failures[0]
 
 
 def test_without_grub_cfg_the_next_boot_is_the_running_kernel(tmp_path):
-    config = {"kernel": _kernel_tree(tmp_path, "6.17.0-1014-nvidia", None)}
-    runner, calls = _modinfo({"6.17.0-1014-nvidia": "580.95.05"})
-    samples, failures = probe.collect(config, runner=runner)
+    _samples, failures, calls = _collect(tmp_path, "6.17.0-1014-nvidia", None, {"6.17.0-1014-nvidia": "580.95.05"})
     assert calls[0][2] == "6.17.0-1014-nvidia" and failures == []
 
 

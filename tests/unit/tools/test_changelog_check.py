@@ -27,6 +27,14 @@ def write(repo, path, text="x\n"):
     target.write_text(text)
 
 
+def init(repo):
+    """An empty repository in ``repo`` whose commits need no signing and no user of the machine."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.invalid")
+    git(repo, "config", "user.name", "dev")
+    git(repo, "config", "commit.gpgsign", "false")
+
+
 def commit(repo, message, files):
     for path, text in files.items():
         write(repo, path, text)
@@ -37,10 +45,7 @@ def commit(repo, message, files):
 @pytest.fixture
 def repo(tmp_path):
     """A repository whose last commit is a render: changelog.yaml, no fragments."""
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "dev@example.invalid")
-    git(tmp_path, "config", "user.name", "dev")
-    git(tmp_path, "config", "commit.gpgsign", "false")
+    init(tmp_path)
     commit(tmp_path, "roles before the render", {"roles/nccl/tasks/main.yml": "- debug: {}\n"})
     commit(tmp_path, "render 0.1.0", {"changelogs/changelog.yaml": "releases: {}\n", "changelogs/fragments/.keep": " "})
     return tmp_path
@@ -107,10 +112,7 @@ def test_the_work_tree(repo):
 
 
 def test_without_a_render_every_commit_counts(tmp_path):
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "dev@example.invalid")
-    git(tmp_path, "config", "user.name", "dev")
-    git(tmp_path, "config", "commit.gpgsign", "false")
+    init(tmp_path)
     commit(tmp_path, "first role", {"roles/a": "x\n"})
     assert changelog_check.problems(str(tmp_path))
     commit(tmp_path, "first fragment", {"changelogs/fragments/a.yml": FRAGMENT})

@@ -4,42 +4,20 @@
 import json
 import os
 
-from ansible.executor.task_result import CallbackTaskResult
-from ansible.inventory.host import Host
-from ansible.playbook.task import Task
-
 from ansible_collections.sparkfleet.gb10.plugins.callback import fleet_table
+
+from fleet_table_run import printed  # tests/unit/fleet_table_run.py
 
 RECORDED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fleet_table",
                                         "verify_results.json"))
 
 
-class Screen:
-    def __init__(self):
-        self.lines = []
-
-    def display(self, msg, **_kwargs):
-        self.lines.append(msg)
-
-    def banner(self, msg, **_kwargs):
-        self.lines.append("== " + msg)
-
-
-def _result(entry):
-    task = Task()
-    task.name = entry["task"]
-    return CallbackTaskResult(Host(entry["host"]), task, entry["result"], {"name": entry["task"]})
+def _entries(recorded):
+    return [(entry["host"], entry["task"], entry["result"]) for entry in recorded]
 
 
 def _play(recorded):
-    callback = fleet_table.CallbackModule()
-    callback._display = Screen()
-    for entry in recorded["ok"]:
-        callback.v2_runner_on_ok(_result(entry))
-    for entry in recorded["failed"]:
-        callback.v2_runner_on_failed(_result(entry))
-    callback.v2_playbook_on_stats(None)
-    return callback._display.lines
+    return printed(ok=_entries(recorded["ok"]), failed=_entries(recorded["failed"]))
 
 
 def test_table_from_recorded_results():
@@ -78,11 +56,7 @@ def test_silent_without_rows_or_failures():
 
 
 def test_ignored_failures_are_not_listed():
-    callback = fleet_table.CallbackModule()
-    callback._display = Screen()
-    callback.v2_runner_on_failed(_result({"host": "h", "task": "t", "result": {"msg": "x"}}), ignore_errors=True)
-    callback.v2_playbook_on_stats(None)
-    assert callback._display.lines == []
+    assert printed(ignored=[("h", "t", {"msg": "x"})]) == []
 
 
 def test_host_without_models_gets_dashes():

@@ -6,11 +6,10 @@ past its upgrade (roles/os_update/tasks/stopped.yml, the fleet default reboot_ho
 import json
 
 import pytest
-from ansible.executor.task_result import CallbackTaskResult
-from ansible.inventory.host import Host
-from ansible.playbook.task import Task
 
 from ansible_collections.sparkfleet.gb10.plugins.callback import fleet_table
+
+from fleet_table_run import printed  # tests/unit/fleet_table_run.py
 
 # What stopped.yml writes (to_nice_json, sort_keys) after a refused proof.
 RECORD = {"next_boot": "6.17.0-1016-nvidia", "next_boot_once": True,
@@ -20,32 +19,10 @@ LINE = ("spark-1: DO NOT REBOOT (proof): the next boot's kernel 6.17.0-1020-nvid
         "running 6.17.0-1016-nvidia, refused 6.17.0-1020-nvidia; next boot 6.17.0-1016-nvidia (once)")
 
 
-class Screen:
-    def __init__(self):
-        self.lines = []
-
-    def display(self, msg, **_kwargs):
-        self.lines.append(msg)
-
-    def banner(self, msg, **_kwargs):
-        self.lines.append("== " + msg)
-
-
 def _print(rows, failed=()):
-    callback = fleet_table.CallbackModule()
-    callback._display = Screen()
-    for host, row in rows.items():
-        task = Task()
-        task.name = "Keep this host's row of the fleet table"
-        callback.v2_runner_on_ok(CallbackTaskResult(Host(host), task, {"ansible_facts": {fleet_table.ROW_FACT: row}},
-                                                    {"name": task.name}))
-    for host, message in failed:
-        task = Task()
-        task.name = "A gate"
-        callback.v2_runner_on_failed(CallbackTaskResult(Host(host), task, {"failed": True, "msg": message},
-                                                        {"name": task.name}))
-    callback.v2_playbook_on_stats(None)
-    return callback._display.lines
+    return printed(ok=[(host, "Keep this host's row of the fleet table", {"ansible_facts": {fleet_table.ROW_FACT: row}})
+                       for host, row in rows.items()],
+                   failed=[(host, "A gate", {"failed": True, "msg": message}) for host, message in failed])
 
 
 @pytest.mark.parametrize("read", [json.dumps(RECORD, indent=4, sort_keys=True) + "\n", RECORD],

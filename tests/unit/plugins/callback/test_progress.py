@@ -51,8 +51,18 @@ def test_a_new_task_restarts_the_clock_and_forgets_the_hosts():
     assert tracker.line() is None
 
 
-def _run(playbook_text, tmp_path, interval):
-    proc = local_playbook(tmp_path, playbook_text, env={"SPARKFLEET_PROGRESS_INTERVAL": str(interval)})
+QUICK = ("Quick task", '"true"')
+SLOW = ("Slow task", "sleep 5")
+TASK = """
+    - name: %s
+      ansible.builtin.command: %s
+      changed_when: false"""
+
+
+def _run(tmp_path, interval, *tasks):
+    """The output of a play on localhost of ``tasks`` (name and command each), with the callback's ``interval``."""
+    playbook = "- name: Progress\n  hosts: localhost\n  gather_facts: false\n  tasks:" + "".join(TASK % t for t in tasks)
+    proc = local_playbook(tmp_path, playbook + "\n", env={"SPARKFLEET_PROGRESS_INTERVAL": str(interval)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -61,33 +71,14 @@ def test_a_real_run_prints_heartbeats_naming_the_task_still_running(tmp_path):
     """Wiring, not timing: the slow task lasts at least five intervals on any machine, so it gets a heartbeat; on a
     busy machine the quick one may get one too, which is right. That a task ending within the interval gets none is
     proven with a clock of the test's own (above, and below for the callback's loop)."""
-    out = _run("""
-- name: Progress
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Quick task
-      ansible.builtin.command: "true"
-      changed_when: false
-    - name: Slow task
-      ansible.builtin.command: sleep 5
-      changed_when: false
-""", tmp_path, interval=1)
+    out = _run(tmp_path, 1, QUICK, SLOW)
     beats = [line for line in out.splitlines() if line.startswith("... still running after")]
     assert any(line.endswith(": Slow task [localhost]") for line in beats), out
     assert all(line.endswith((": Slow task [localhost]", ": Quick task [localhost]")) for line in beats), beats
 
 
 def test_nothing_is_printed_when_tasks_finish_within_the_interval(tmp_path):
-    out = _run("""
-- name: Progress
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Quick task
-      ansible.builtin.command: "true"
-      changed_when: false
-""", tmp_path, interval=3600)
+    out = _run(tmp_path, 3600, QUICK)
     assert "still running" not in out
 
 

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
 """nccl_tests_result against nccl-tests output shapes (tests/fixtures/nccl_tests)."""
+import functools
 import os
 
 import pytest
@@ -9,12 +10,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_tests_result import FilterModule, nccl_tests_result
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
-SHAPES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl_tests")
+from fixture_files import FIXTURES, fixture_text  # tests/unit/fixture_files.py
 
-
-def shape(name):
-    with open(os.path.join(SHAPES, name)) as handle:
-        return handle.read()
+shape = functools.partial(fixture_text, "nccl_tests")  # the text of tests/fixtures/nccl_tests/<name>
 
 
 def test_registered():
@@ -77,12 +75,8 @@ def test_bad_input():
 
 # ------------------------------------------------ real recordings (tools/gpu-check.sh on a real GPU host)
 
-REAL = os.path.join(SHAPES, "real")
-
-
 def real(name):
-    with open(os.path.join(REAL, name)) as handle:
-        text = handle.read()
+    text = fixture_text("nccl_tests", "real", name)
     # Every recording says how it was made.
     assert text.startswith("# recorded by tools/gpu-check.sh: "), name
     return text
@@ -91,7 +85,7 @@ def real(name):
 def test_every_recording_is_used_here():
     used = {"p2p-two-gpus-sm90.txt", "socket-two-gpus-sm90.txt", "missing-sass-sm121-on-sm90.txt",
             "missing-sass-socket-sm121-on-sm90.txt"}
-    assert set(os.listdir(REAL)) == used
+    assert set(os.listdir(os.path.join(FIXTURES, "nccl_tests", "real"))) == used
 
 
 def test_p2p_inside_one_host_is_not_judged_as_sockets():

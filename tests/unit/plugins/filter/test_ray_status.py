@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """ray_status on real Ray 2.60.0 output (tests/fixtures/ray, see its README)."""
+import functools
 import json
-import os
 
 import pytest
 
@@ -9,12 +9,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.ray_status import FilterModule, ray_status
 
-RAY = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "ray")
+from fixture_files import fixture_text  # tests/unit/fixture_files.py
 
-
-def recording(name):
-    with open(os.path.join(RAY, name)) as handle:
-        return handle.read()
+recording = functools.partial(fixture_text, "ray")  # the text of tests/fixtures/ray/<name>
 
 
 def test_registered():

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """systemd_exposure on real systemd-analyze security output (tests/fixtures/systemd, each file's first line says how it was made)."""
-import os
+
+import functools
 
 import pytest
 
@@ -9,12 +10,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkfleet.gb10.plugins.filter.systemd_exposure import FilterModule, systemd_exposure
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import unit_security
 
-SYSTEMD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "systemd")
+from fixture_files import fixture_text  # tests/unit/fixture_files.py
 
-
-def recording(name):
-    with open(os.path.join(SYSTEMD, name), encoding="utf-8") as handle:
-        return handle.read()
+recording = functools.partial(fixture_text, "systemd")  # the text of tests/fixtures/systemd/<name>
 
 
 def test_registered():

@@ -11,17 +11,11 @@ import pytest
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import dpkg, fwupd
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+from fixture_files import FIXTURES, recorded_command  # tests/unit/fixture_files.py
 
 
 def recorded(name):
-    with open(os.path.join(FIXTURES, "fwupd", "index.json")) as handle:
-        entry = json.load(handle)[name]
-    texts = []
-    for ext in ("out", "err"):
-        with open(os.path.join(FIXTURES, "fwupd", "%s.%s" % (name, ext)), encoding="utf-8") as handle:
-            texts.append(handle.read())
-    return entry, (entry["rc"],) + tuple(texts)
+    return recorded_command("fwupd", name)
 
 
 def test_the_recordings_were_made_with_the_commands_the_collection_runs():

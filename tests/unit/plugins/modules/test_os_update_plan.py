@@ -5,7 +5,6 @@ exists for it, and the refusals of the rule book's kernel_updates and driver_bra
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -14,39 +13,29 @@ import pytest
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.modules import os_update_plan
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "apt_simulation")
-FWUPD = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fwupd")
-SECURE_BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "secure_boot")
+from fixture_files import FIXTURES, fixture_text, recorded_command  # tests/unit/fixture_files.py
+
+SECURE_BOOT = os.path.join(FIXTURES, "secure_boot")
 RUNNING = "6.17.0-1014-nvidia"
 
 
 def recorded(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
+    return fixture_text("apt_simulation", name)
 
 
 def fwupd_recorded(name):
     """(rc, stdout, stderr) of a real fwupdmgr recording (tests/fixtures/fwupd/index.json)."""
-    with open(os.path.join(FWUPD, "index.json")) as handle:
-        rc = json.load(handle)[name]["rc"]
-    texts = []
-    for ext in ("out", "err"):
-        with open(os.path.join(FWUPD, "%s.%s" % (name, ext)), encoding="utf-8") as handle:
-            texts.append(handle.read())
-    return (rc,) + tuple(texts)
+    return recorded_command("fwupd", name)[1]
 
 
 def secure_boot_recorded(name):
     """The text of a file of tests/fixtures/secure_boot (README.md there says which are public records)."""
-    with open(os.path.join(SECURE_BOOT, name)) as handle:
-        return handle.read()
+    return fixture_text("secure_boot", name)
 
 
 def mokutil_recorded(name):
     """(rc, stdout, stderr) of mokutil --test-key, with the exit status of mokutil 0.6.0 to 0.7.2 (index.json)."""
-    with open(os.path.join(SECURE_BOOT, "index.json")) as handle:
-        rc = json.load(handle)[name]["rc"]
-    return rc, secure_boot_recorded(name + ".out"), ""
+    return recorded_command("secure_boot", name)[1]
 
 
 def _newest_first(releases):

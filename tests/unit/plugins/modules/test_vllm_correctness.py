@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_local import local_playbook  # tests/unit/ansible_local.py
+from ansible_local import kept_result  # tests/unit/ansible_local.py
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_correctness as vc
 
@@ -232,12 +232,7 @@ PLAY = """
 
 
 def _module(tmp_path, url, known=True, key=KEY):
-    out = tmp_path / "result.json"
-    proc = local_playbook(tmp_path, PLAY, extra_vars={"url": url, "out": str(out), "known": str(known), "key": key})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    text = out.read_text()
-    assert KEY not in text and KEY not in proc.stdout  # api_key is no_log
-    return json.loads(text)
+    return kept_result(tmp_path, PLAY, {"url": url, "known": str(known), "key": key}, KEY)[1]  # api_key is no_log
 
 
 def test_module_passes_an_endpoint_that_answers_the_expected_words(tmp_path, answering):

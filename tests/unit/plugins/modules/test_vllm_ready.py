@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_local import REPO, local_playbook  # tests/unit/ansible_local.py
+from ansible_local import REPO, kept_result, local_playbook  # tests/unit/ansible_local.py
 from fake_vllm import closed_port, closed_url, completion  # tests/unit/fake_vllm.py (fixture serve_vllm: conftest.py)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import vllm_answer
 from ansible_collections.sparkfleet.gb10.plugins.modules import vllm_ready as m
@@ -158,14 +158,8 @@ PLAY = """
 def test_the_module_names_each_endpoint_not_ready_and_never_the_key(tmp_path, serve_vllm):
     good, good_url = serve_vllm("good", key=KEY)
     _wedged, wedged_url = serve_vllm("wedged", complete=no_choices)
-    out = tmp_path / "result.json"
-    proc = local_playbook(tmp_path, PLAY, extra_vars={"good": good_url, "gone": closed_url(), "wedged": wedged_url,
-                                                      "key": KEY, "out": str(out)},
-                          env={"ANSIBLE_VERBOSITY": "3"})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    text = out.read_text()
-    assert KEY not in text and KEY not in proc.stdout and KEY not in proc.stderr
-    result = json.loads(text)
+    proc, result = kept_result(tmp_path, PLAY, {"good": good_url, "gone": closed_url(), "wedged": wedged_url,
+                                                "key": KEY}, KEY, env={"ANSIBLE_VERBOSITY": "3"})
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("2 of 3 vLLM endpoint(s) not ready: sparkfleet-vllm-gone: no 200 from ")
     assert "; sparkfleet-vllm-wedged: healthy after " in result["msg"] and "sparkfleet-vllm-good" not in result["msg"]

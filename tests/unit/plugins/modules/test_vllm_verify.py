@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from ansible_local import local_playbook  # tests/unit/ansible_local.py
+from ansible_local import kept_result  # tests/unit/ansible_local.py
 from fake_vllm import closed_url  # tests/unit/fake_vllm.py (fixture serve_vllm: conftest.py)
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 from ansible_collections.sparkfleet.gb10.plugins.modules import vllm_verify as m
@@ -225,14 +225,8 @@ def test_the_module_names_each_failed_endpoint_and_never_the_key(tmp_path, serve
     good, good_url = serve_vllm("good", key=KEY, guard=True, complete=right)
     _open, open_url = serve_vllm("open", complete=right)
     _random, random_url = serve_vllm("random", complete=lambda body, nth: GARBAGE)
-    out = tmp_path / "result.json"
-    proc = local_playbook(tmp_path, PLAY, extra_vars={"good": good_url, "open": open_url, "random": random_url,
-                                                      "key": KEY, "out": str(out)},
-                          env={"ANSIBLE_VERBOSITY": "3"})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    text = out.read_text()
-    assert KEY not in text and KEY not in proc.stdout and KEY not in proc.stderr
-    result = json.loads(text)
+    proc, result = kept_result(tmp_path, PLAY, {"good": good_url, "open": open_url, "random": random_url, "key": KEY},
+                               KEY, env={"ANSIBLE_VERBOSITY": "3"})
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("1 of 3 vLLM endpoint(s) failed verify:\n- open:%d: served without its key: "
                                     "/v1/models answered 200, expected 401; " % m.port_of(open_url))
