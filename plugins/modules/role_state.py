@@ -11,6 +11,9 @@ DOCUMENTATION = r"""
 module: role_state
 short_description: Confirm a converged role in one call, or record what it manages after a complete run
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - sparkfleet.gb10.attributes
+  - sparkfleet.gb10.attributes.no_diff
 description:
   - "O(state=check): reads the role's record on the host and the host's state of everything the record names, at
     once: each managed path (type, content by sha256, link target, mode, owner, group), each unit (enabled, running,
@@ -89,15 +92,6 @@ options:
     description: The directory of the records.
     type: path
     default: /var/lib/sparkfleet/role-state
-extends_documentation_fragment:
-  - sparkfleet.gb10.attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 author:
   - sparkfleet.gb10 developers (!UNKNOWN)
 """
