@@ -86,7 +86,8 @@ def unit_reads(units, followers, headwatch_prefix, page_cache_socket=""):
 
 
 # The health check of an API: vLLM's /health answers without a key (the API guard's open paths too).
-_HEALTH = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)"
+_HEALTH = ("import http.client, sys; c = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=10); "
+           "c.request('GET', '/health'); sys.exit(c.getresponse().status != 200)")
 
 
 def state_record(units, followers, headwatch_prefix, page_cache_socket=""):
@@ -95,8 +96,7 @@ def state_record(units, followers, headwatch_prefix, page_cache_socket=""):
     return {"units": [{"name": name, "enabled": True, "active": True}
                       for name in wanted_units(units, followers, headwatch_prefix, page_cache_socket)],
             "checks": [{"name": "%s /health" % unit["unit"],
-                        "argv": ["python3", "-c", _HEALTH,
-                                 "http://%s:%s/health" % (unit["call_address"], unit["port"])]}
+                        "argv": ["python3", "-c", _HEALTH, str(unit["call_address"]), str(unit["port"])]}
                        for unit in units if int(unit.get("rank") or 0) == 0]}
 
 

@@ -92,18 +92,18 @@ def test_converged_after_a_complete_run_hand_changes_put_right_settings_followed
     assert list(record["paths"]) == [str(out / "managed.conf")] and "bash" in record["packages"]
     # Only a digest reaches the host: no setting in the record.
     assert "one" not in json.dumps(record).replace(str(out), "")
-    second, _ = _run(tmp_path)
+    second = _run(tmp_path)[0]
     assert second["converged"] is True and second["drift"] == []
 
     (out / "managed.conf").write_text("changed by hand\n")
     _check_mode(tmp_path, out)  # check mode removes nothing and puts nothing right
     assert state.exists() and (out / "managed.conf").read_text() == "changed by hand\n"
-    third, _ = _run(tmp_path)
+    third = _run(tmp_path)[0]
     assert third["converged"] is False and third["drift"] == ["%s: content changed" % (out / "managed.conf")]
     assert (out / "managed.conf").read_text() == "one\n"
     assert _run(tmp_path)[0]["converged"] is True
 
-    changed, _ = _run(tmp_path, "demo_setting=two")
+    changed = _run(tmp_path, "demo_setting=two")[0]
     assert changed["drift"] == ["the role's inputs or code changed since it last ran through"]
     assert (out / "managed.conf").read_text() == "two\n"
     assert _run(tmp_path, "demo_setting=two", "demo_extra=x")[0]["converged"] is False

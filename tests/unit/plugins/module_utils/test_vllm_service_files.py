@@ -120,5 +120,5 @@ def test_state_record_every_wanted_unit_running_and_each_api_healthy():
                                for n in ("vllm-qwen.service", "vllm-big.service", "hw-big.service", "pc.socket")]
     # Only the API this host serves (rank 0) is asked; the follower serves none.
     assert [c["name"] for c in record["checks"]] == ["vllm-qwen /health"]
-    assert record["checks"][0]["argv"][-1] == "http://192.168.100.10:8000/health"
+    assert record["checks"][0]["argv"][-2:] == ["192.168.100.10", "8000"]
     assert record["checks"][0]["argv"][:2] == ["python3", "-c"]
