@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import driver_packages as packages_plan
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook
 
 # A Debian package name, the one pattern both filters read an apt entry with.
@@ -74,10 +76,17 @@ def driver_unit(branch, flavour=None, kernel_module="precompiled"):
         raise AnsibleFilterError("driver_unit: %s" % exc)
 
 
+def driver_packages(unit, packages, versions=None, hold_kernel=True):
+    """What the nvidia_driver role installs, moves back to the branch, takes off DKMS and holds: see the filter's
+    documentation (driver_packages.yml)."""
+    return packages_plan.plan(unit, packages, versions, boolean(hold_kernel, strict=False))
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
+            "driver_packages": driver_packages,
             "driver_unit": driver_unit,
             "missing_packages": missing_packages,
             "package_name": package_name,

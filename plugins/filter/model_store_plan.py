@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from jinja2 import Undefined
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fleet_plan as fp
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import model_store as ms
@@ -68,10 +69,46 @@ def model_store_weights(manifests):
     return out
 
 
+def _first_defined(host_vars, names, default):
+    """The value of the first of ``names`` a host defines (``hostvars[host]``, templated as Jinja reads it), as
+    ``host_vars.a | default(host_vars.b | default(default))`` reads it: a value that templates to undefined counts as
+    not set."""
+    for name in names:
+        if host_vars is not None and name in host_vars:
+            value = host_vars[name]
+            if not isinstance(value, Undefined):
+                return value
+    return default
+
+
+def model_store_addresses(hosts, hostvars):
+    """{host: fabric address} of ``hosts`` (the play's), in their order: each one's model_store_fabric_address,
+    else its sparkfleet_fabric_address, else ''."""
+    return dict((host, _first_defined(hostvars[host] if host in hostvars else None,
+                                      ("model_store_fabric_address", "sparkfleet_fabric_address"), ""))
+                for host in hosts)
+
+
+def model_store_manifests(receive_jobs, hostvars, own=None):
+    """{model name: manifest} of the models a host holds: ``own`` (the manifests of its fetch plans), and for each
+    of its receive jobs the manifest its fetching host read (``hostvars[fetcher]._model_store_manifests``), where
+    that host has one."""
+    out = dict(own or {})
+    for job in receive_jobs or []:
+        fetcher = job.get("fetcher")
+        manifests = _first_defined(hostvars[fetcher] if fetcher in hostvars else None, ("_model_store_manifests",), {})
+        found = (manifests or {}).get(job.get("name"))
+        if found:
+            out[job["name"]] = found
+    return out
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
+            "model_store_addresses": model_store_addresses,
+            "model_store_manifests": model_store_manifests,
             "model_store_plan": model_store_plan,
             "model_store_disk": model_store_disk,
             "model_store_weights": model_store_weights,

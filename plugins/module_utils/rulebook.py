@@ -1014,7 +1014,8 @@ def driver_unit(branch, flavour=None, kernel_module="precompiled"):
     """The packages that move as one on DGX OS (rule kernel_updates), named for BRANCH and the kernel FLAVOUR
     (the rule book's when None): {"userspace": [...], "module": [the module package of KERNEL_MODULE's mechanism],
     "kernel": [the kernel's metapackages], "held": userspace + module + kernel, "any_module": [the module
-    metapackage, the DKMS package]} (what an OS update lifts the holds of: either mechanism's package)."""
+    metapackage, the DKMS package]} (what an OS update lifts the holds of: either mechanism's package), with the
+    "branch" and the "kernel_module" mechanism it was named for."""
     if kernel_module not in KERNEL_MODULE_MECHANISMS:
         raise ValueError("kernel module mechanism %r: one of %s" % (kernel_module, ", ".join(KERNEL_MODULE_MECHANISMS)))
     names = {"branch": str(branch), "flavour": flavour or SETTINGS["kernel_flavour"]}
@@ -1024,7 +1025,7 @@ def driver_unit(branch, flavour=None, kernel_module="precompiled"):
     kernel = [name.format(**names) for name in SETTINGS["kernel_meta_packages"]]
     module = [meta if kernel_module == "precompiled" else dkms]
     return {"userspace": userspace, "module": module, "kernel": kernel, "held": userspace + module + kernel,
-            "any_module": [meta, dkms]}
+            "any_module": [meta, dkms], "branch": names["branch"], "kernel_module": kernel_module}
 
 
 def driver_branch_of(version):

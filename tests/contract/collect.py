@@ -185,8 +185,8 @@ def collect(rendered):
             for kind in ("head", "worker"):
                 if out.get("ray_%s_unit" % kind):
                     items["ray"].append({"argv": unit_exec_start(out["ray_%s_unit" % kind]),
-                                         "origin": "%s, Ray %s, roles/ray/templates/ray.service.j2 (_ray_argv in "
-                                                   "roles/ray/vars/main.yml)" % (where, kind)})
+                                         "origin": "%s, Ray %s, roles/ray/templates/ray.service.j2 (its ray_args "
+                                                   "call)" % (where, kind)})
                 if out.get("ray_%s_env" % kind):
                     for key, value in env_file(out["ray_%s_env" % kind]).items():
                         items["env"].append({"name": key, "value": value,

@@ -17,7 +17,10 @@ SHIPPED = ("Types: deb\nURIs: %s\nSuites: /\nSigned-By: /usr/share/keyrings/cuda
 def _others(root, uris, own="nvidia-cuda.sources"):
     with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
         argv = yaml.safe_load(handle)["_nvidia_driver_sources_argv"]
-    assert argv[-1] == "{{ _nvidia_driver_repository_file }}" and argv[0] == "python3"
+    assert argv[:2] == ["python3", "-c"] and len(argv) == 3
+    # tasks/repository.yml gives it the role's own source first, then the URIs
+    with open(os.path.join(ROLE, "tasks", "repository.yml")) as handle:
+        assert "_nvidia_driver_sources_argv + [_nvidia_driver_repository_file] + nvidia_driver_repository_uris" in handle.read()
     program = argv[2].replace("/etc/apt", str(root))
     own_path = os.path.join(str(root), "sources.list.d", own)
     out = subprocess.run(["python3", "-c", program, own_path] + uris, capture_output=True, text=True, check=True)
