@@ -142,8 +142,8 @@ lock: ## Re-pin requirements.txt from tools/requirements.in (in a scratch venv)
 	{ head -2 requirements.txt; .cache/lock-venv/bin/pip freeze | grep -v '^pip=='; } > .cache/requirements.txt
 	mv .cache/requirements.txt requirements.txt
 
-docs: venv ## Render the rule book table into README.md and docs/rules.md
-	python tools/render_rules.py README.md docs/rules.md
+docs: venv ## Render the rule book table into docs/rules.md
+	python tools/render_rules.py
 
 build: venv ## ansible-galaxy collection build
 	ansible-galaxy collection build --force --output-path build/

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # -*- coding: utf-8 -*-
-"""Render the rule book table into a Markdown file.
+"""Render the rule book table into docs/rules.md.
 
 Rewrites the block between ``<!-- rules:begin -->`` and ``<!-- rules:end -->``
-in each given file with the table from plugins/module_utils/rulebook.py.
+with the table from plugins/module_utils/rulebook.py: in docs/rules.md, the one
+rendered copy of the table (README.md links to it), or in the files given.
 
-    tools/render_rules.py docs/rules.md           # rewrite
-    tools/render_rules.py --check docs/rules.md   # exit 1 when the file drifts
+    tools/render_rules.py           # rewrite docs/rules.md (make docs)
+    tools/render_rules.py --check   # exit 1 when docs/rules.md drifts
 """
 
 import argparse
@@ -15,6 +16,7 @@ import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "collections"))
+RULES_DOC = os.path.join(REPO, "docs", "rules.md")
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  # noqa: E402
 
@@ -22,7 +24,8 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import rulebook  #
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 when a file differs")
-    parser.add_argument("files", nargs="+", help="Markdown files holding the rules markers")
+    parser.add_argument("files", nargs="*", default=[RULES_DOC],
+                        help="Markdown files holding the rules markers (default: docs/rules.md)")
     args = parser.parse_args(argv)
 
     table = rulebook.render_markdown()

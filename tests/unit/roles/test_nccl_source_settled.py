@@ -49,7 +49,7 @@ def test_the_git_checkout_is_skipped_only_when_it_would_change_nothing(tmp_path,
                        "_nccl_src": {"name": "nccl", "kind": "git", "git_version": version, "git_url": URL}}
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"sparks": {"hosts": hosts}}}}))
-    seen = render_role_vars(inventory, FILES, "{'settled': _nccl_git_settled | bool, 'recorded': _nccl_recorded_revision}")
+    seen = render_role_vars(inventory, FILES, "{'settled': _nccl_src_state.settled, 'recorded': _nccl_src_state.recorded}")
     assert {h: v["settled"] for h, v in seen.items()} == {h: c[2] for h, c in CASES.items()}
     assert seen["settled"]["recorded"] == "git:" + HEAD
     assert seen["not_recorded"]["recorded"] == ""
