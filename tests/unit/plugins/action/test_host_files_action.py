@@ -93,7 +93,7 @@ def test_check_mode_renders_and_writes_nothing(tmp_path):
 def test_an_entry_that_cannot_be_rendered_fails_before_the_host_is_touched(tmp_path, entry, words):
     target = tmp_path / "never"
     first = tmp_path / "first"
-    proc, _ = _run(tmp_path, [{"path": str(first), "content": "x\n"}, dict(entry, path=str(target))])
+    proc = _run(tmp_path, [{"path": str(first), "content": "x\n"}, dict(entry, path=str(target))])[0]
     assert proc.returncode != 0
     assert words in proc.stdout
     assert not first.exists() and not target.exists()
