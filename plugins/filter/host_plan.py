@@ -33,10 +33,5 @@ def drain_retry_timers(read):
 class FilterModule(object):
 
     def filters(self):
-        return {
-            "plan_endpoints": plan_endpoints,
-            "plan_nccl_units": plan_nccl_units,
-            "drain_phases": drain_phases,
-            "drain_retry_reads": drain_retry_reads,
-            "drain_retry_timers": drain_retry_timers,
-        }
+        return {"plan_endpoints": plan_endpoints, "plan_nccl_units": plan_nccl_units, "drain_phases": drain_phases,
+                "drain_retry_reads": drain_retry_reads, "drain_retry_timers": drain_retry_timers}

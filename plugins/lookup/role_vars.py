@@ -35,6 +35,7 @@ _raw:
   description: One mapping per role, in term order.
   type: list
   elements: dict
+  sample: [{timeout: 60, textfile_dir: /var/lib/prometheus/node-exporter, ray: true}]
 """
 
 from ansible.errors import AnsibleError
@@ -44,6 +45,8 @@ from ansible_collections.sparkfleet.gb10.plugins.module_utils import role_vars
 
 
 class LookupModule(LookupBase):
+    """Each role's options (``role_vars.options``), templated with the task's variables."""
+
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
         variables = variables or {}
