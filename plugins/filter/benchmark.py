@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkfleet.gb10 developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Filters benchmark_argv, benchmark_point and benchmark_summary (documented in the .yml files of those names beside
-this file); the logic is plugins/module_utils/benchmark.py."""
+"""Filters benchmark_argv, benchmark_point, benchmark_summary, benchmark_concurrency, benchmark_models,
+benchmark_endpoints and benchmark_settings (documented in the .yml files of those names beside this file); the logic
+is plugins/module_utils/benchmark.py."""
 
 from __future__ import annotations
 
@@ -33,8 +34,26 @@ def benchmark_summary(points, endpoint, compare=True, settings=None, host=None):
     return impl.summary(entry.get("name"), entry, points, compare=compare, context_tokens=context, host=host)
 
 
+def benchmark_concurrency(value):
+    return impl.concurrencies(value)
+
+
+def benchmark_models(value):
+    return impl.model_names(value)
+
+
+def benchmark_endpoints(endpoints, models):
+    return impl.endpoints_of(endpoints, models)
+
+
+def benchmark_settings(values):
+    return impl.sweep_settings(values)
+
+
 class FilterModule(object):
 
     def filters(self):
         return {"benchmark_argv": benchmark_argv, "benchmark_point": benchmark_point,
-                "benchmark_summary": benchmark_summary}
+                "benchmark_summary": benchmark_summary, "benchmark_concurrency": benchmark_concurrency,
+                "benchmark_models": benchmark_models, "benchmark_endpoints": benchmark_endpoints,
+                "benchmark_settings": benchmark_settings}

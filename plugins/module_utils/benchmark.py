@@ -18,8 +18,11 @@ own parser) and the unit tests read it.
 from __future__ import annotations
 
 import posixpath
+import re
+import time
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import roofline
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.role_vars import integer
 
 # Percentiles the runs record and the report shows (--metric-percentiles).
 PERCENTILES = (50, 99)
@@ -30,6 +33,40 @@ LATENCIES = ("ttft", "tpot", "itl", "e2el")
 KEY_VARIABLE = "OPENAI_API_KEY"
 # What a figure measured on the simulation's CPU build is called: it is not a Spark's.
 SIMULATED = "simulated (CPU build of vLLM, no GPU): no expected figure"
+
+
+# What a list given with -e as text is read as (-e fleet_benchmark_concurrency=1,4 -e fleet_benchmark_models=qwen3):
+# the numbers, the entry names it holds, not its characters.
+NUMBERS = re.compile(r"[0-9]+")
+NAMES = re.compile(r"[A-Za-z0-9_.-]+")
+# The settings of a sweep (the role's variables of those names, without fleet_benchmark_).
+SETTINGS = ("input_len", "output_len", "rounds", "min_prompts")
+
+
+def concurrencies(value):
+    """The sweep's concurrencies from ``fleet_benchmark_concurrency``: a list, or text naming one (``'1,4'``)."""
+    return [integer(c) for c in (NUMBERS.findall(value) if isinstance(value, str) else value)]
+
+
+def model_names(value):
+    """The entry names of ``fleet_benchmark_models``: a list as it is, or text naming one (``'qwen3,llama'``)."""
+    return NAMES.findall(value) if isinstance(value, str) else value
+
+
+def endpoints_of(endpoints, names):
+    """The endpoints benchmarked: those named in ``names``, every one where ``names`` is empty."""
+    return list(endpoints) if len(names) == 0 else [e for e in endpoints if e["name"] in names]
+
+
+def sweep_settings(values, clock=time.gmtime):
+    """A sweep's ``input_len``, ``output_len``, ``rounds``, ``min_prompts`` and ``seed`` from the role's variables
+    (``values``, without their prefix), as integers. A ``seed`` of 0: a new one at each reading (the time of day,
+    HHMMSS in UTC, from ``clock``), so that a rerun's prompts are not served from the previous sweep's prefix
+    cache."""
+    out = dict((name, integer(values[name])) for name in SETTINGS)
+    seed = integer(values["seed"])
+    out["seed"] = seed if seed != 0 else integer(time.strftime("%H%M%S", clock()))
+    return out
 
 
 def num_prompts(concurrency, rounds, minimum):

@@ -297,6 +297,12 @@ def digest(p):
     return hashlib.sha256(ruleset_body(p).encode("utf-8")).hexdigest()[:16]
 
 
+def live_is_stale(live, p):
+    """Whether the live table is not the one planned (``p``): ``live`` is the answer of ``nft list table`` (``rc``,
+    ``stdout``); absent (rc not 0), loaded by hand, or of an older plan, it carries no comment with ``p``'s digest."""
+    return live["rc"] != 0 or ("comment %s" % _quote(COMMENT_PREFIX + p["digest"])) not in live["stdout"]
+
+
 def ruleset(p):
     """The whole nft file: create-then-delete-then-define, so loading it is one atomic replacement of
     our table and never touches any other table."""

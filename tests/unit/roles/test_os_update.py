@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
-"""sparkfleet.gb10.os_update: the drain's order has one home (vars/main.yml, _os_update_drain_phases), the drain
-stops each phase in its own task, and the drained services start again in one place (tasks/start.yml). The drain
-stops the active retry timers of the host's vLLM units (their OnFailure=) before its first phase and after its
-last, so that none starts vLLM during the package upgrade."""
+"""sparkfleet.gb10.os_update: the drain's order has one home (filter drain_phases, plugins/module_utils/host_plan.py,
+read as vars/main.yml's _os_update_drain_phases), the drain stops each phase in its own task, and the drained
+services start again in one place (tasks/start.yml). The drain stops the active retry timers of the host's vLLM
+units (their OnFailure=) before its first phase and after its last, so that none starts vLLM during the package
+upgrade."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import os
 import re
 
 import yaml
+
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import host_plan
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "os_update")
 
@@ -28,7 +31,8 @@ def _phase_tasks(tasks):
 
 
 def test_the_drain_has_one_task_per_phase_in_order():
-    phases = _load("vars", "main.yml")["_os_update_drain_phases"]
+    assert "sparkfleet.gb10.drain_phases(" in _load("vars", "main.yml")["_os_update_drain_phases"]
+    phases = host_plan.drain_phases({}, "head", "worker")
     tasks = _load("tasks", "drain.yml")
     phase_tasks = _phase_tasks(tasks)
     loops = [tasks[i]["loop"] for i in phase_tasks]
@@ -89,12 +93,13 @@ def test_the_retry_timers_are_what_the_vllm_units_name_not_a_rule_written_again(
     with open(template) as handle:
         assert re.search(r"^OnFailure=.+[.]timer$", handle.read(), re.M), \
             "vLLM's OnFailure= no longer names a timer: _os_update_retry_timers selects timers"
-    for part in ("tasks", "vars", "defaults"):
-        for name in os.listdir(os.path.join(ROLE, part)):
-            with open(os.path.join(ROLE, part, name)) as handle:
-                text = handle.read()
-            assert "vllm_service_retry_unit }}" not in text and not re.search(r"@[^\s'\"]*[.]timer", text), name
-    reads = _load("vars", "main.yml")["_os_update_retry_reads"]
+    files = [os.path.join(ROLE, part, name) for part in ("tasks", "vars", "defaults")
+             for name in os.listdir(os.path.join(ROLE, part))] + [host_plan.__file__]
+    for name in files:
+        with open(name) as handle:
+            text = handle.read()
+        assert "vllm_service_retry_unit }}" not in text and not re.search(r"@[^\s'\"]*[.]timer", text), name
+    reads = host_plan.retry_reads(["sparkfleet-vllm-x"])
     assert [read["name"] for read in reads] == ["on_failure", "active_timers"]
 
 

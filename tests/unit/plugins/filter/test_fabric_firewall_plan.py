@@ -7,6 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_firewall_plan import fabric_firewall_plan
+from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_firewall_stale import FilterModule as StaleFilters
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_firewall as fw
 from ansible_collections.sparkfleet.gb10.plugins.module_utils.fleet_defaults import fleet_default
 
@@ -224,6 +225,21 @@ def test_digest_follows_the_content():
     one = fabric_firewall_plan(data())
     assert one["digest"] == fabric_firewall_plan(data())["digest"]
     assert one["digest"] != fabric_firewall_plan(data(models=[dict(TP, port=8001)]))["digest"]
+
+
+def test_the_live_table_is_stale_unless_it_carries_the_plans_digest():
+    """The live table (nft list table) carries the comment of the planned file only when that file was loaded: the
+    comment is written once (module_utils fabric_firewall), by the ruleset and read here."""
+    stale = StaleFilters().filters()["fabric_firewall_stale"]
+    plan = fabric_firewall_plan(data())
+    # as nft lists the loaded table: the file's table block, without its create and delete lines
+    listed = plan["ruleset"].split("table inet sparkfleet {", 1)[1]
+    assert not stale({"rc": 0, "stdout": "table inet sparkfleet {" + listed}, plan)
+    # an older plan loaded, a table loaded by hand, no table
+    older = fabric_firewall_plan(data(models=[dict(TP, port=8001)]))
+    assert stale({"rc": 0, "stdout": "table inet sparkfleet {" + listed}, older)
+    assert stale({"rc": 0, "stdout": "table inet sparkfleet {\n\tchain input {\n\t}\n}\n"}, plan)
+    assert stale({"rc": 1, "stdout": "table inet sparkfleet {" + listed}, plan)
 
 
 def _nft_check_works():

@@ -8,9 +8,11 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 
 import pytest
 
+from ansible_collections.sparkfleet.gb10.plugins.filter import benchmark as bench_filters
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import benchmark
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -160,3 +162,40 @@ def test_each_run_has_its_own_seed_and_warms_up_unmeasured():
     seeds = [a[a.index("--seed") + 1] for a in argvs]
     assert seeds == ["101", "102"]
     assert [a[a.index("--num-warmups") + 1] for a in argvs] == ["1", "2"]
+
+
+# ---------------------------------------------------------------- the sweep the role runs (roles/fleet_benchmark/vars)
+@pytest.mark.parametrize("value, expected", [([1, 2, 4, 8], [1, 2, 4, 8]), (["2", 3], [2, 3]), ("1,4", [1, 4]),
+                                             ("16", [16]), ("[1, 4, 16]", [1, 4, 16]), ("", [])])
+def test_the_concurrencies_of_a_list_or_of_text_naming_one(value, expected):
+    assert benchmark.concurrencies(value) == expected
+    assert bench_filters.FilterModule().filters()["benchmark_concurrency"](value) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (["qwen3", "x"], ["qwen3", "x"]), ([], []), ("", []), ("qwen3", ["qwen3"]),
+    ("qwen3,llama-70b tiny_tp.v2", ["qwen3", "llama-70b", "tiny_tp.v2"]), ("['qwen3', 'gpt-oss']", ["qwen3", "gpt-oss"])])
+def test_the_models_of_a_list_or_of_text_naming_one(value, expected):
+    assert bench_filters.FilterModule().filters()["benchmark_models"](value) == expected
+
+
+def test_the_endpoints_benchmarked_are_those_named_else_all():
+    endpoints = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    select = bench_filters.FilterModule().filters()["benchmark_endpoints"]
+    assert select(endpoints, []) == endpoints
+    assert select(endpoints, ["c", "a", "gone"]) == [{"name": "a"}, {"name": "c"}]
+    assert select(endpoints, ["gone"]) == []
+
+
+def test_the_sweep_settings_are_integers_and_a_zero_seed_is_the_time_of_day():
+    values = {"input_len": "512", "output_len": 64, "rounds": 2.0, "min_prompts": "8", "seed": "42",
+              "concurrency": [1], "venv_path": "/v"}
+    assert bench_filters.FilterModule().filters()["benchmark_settings"](values) == {
+        "input_len": 512, "output_len": 64, "rounds": 2, "min_prompts": 8, "seed": 42}
+    clock = time.strptime("2026-11-28 07:05:09", "%Y-%m-%d %H:%M:%S")
+    assert benchmark.sweep_settings(dict(values, seed=0), clock=lambda: clock)["seed"] == 70509
+    # each reading: the time now (UTC)
+    before = int(time.strftime("%H%M%S", time.gmtime()))
+    seed = bench_filters.FilterModule().filters()["benchmark_settings"](dict(values, seed="0"))["seed"]
+    after = int(time.strftime("%H%M%S", time.gmtime()))
+    assert (before <= seed <= after) if before <= after else (seed >= before or seed <= after)  # midnight between
