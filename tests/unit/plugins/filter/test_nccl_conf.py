@@ -8,10 +8,8 @@ import re
 
 import pytest
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf_line_regexp import FilterModule as RegexpFilters
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf_line_regexp import nccl_conf_line_regexp
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf_lines import FilterModule as LinesFilters
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf_lines import nccl_conf_lines
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf import FilterModule
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_conf import nccl_conf_line_regexp, nccl_conf_lines
 from ansible_collections.sparkfleet.gb10.plugins.modules.gb10_facts import parse_nccl_conf
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gb10", "nccl_ib_disabled", "etc",
@@ -27,8 +25,7 @@ def facts(path="/etc/nccl.conf"):
 
 
 def test_registered():
-    assert set(LinesFilters().filters()) == {"nccl_conf_lines"}
-    assert set(RegexpFilters().filters()) == {"nccl_conf_line_regexp"}
+    assert set(FilterModule().filters()) == {"nccl_conf_lines", "nccl_conf_line_regexp"}
 
 
 def test_the_lines_come_from_the_facts_of_the_same_file():

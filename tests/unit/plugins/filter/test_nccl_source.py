@@ -7,10 +7,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source_read import FilterModule as ReadFilters
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source_read import nccl_source_read
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source_state import FilterModule as StateFilters
-from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source_state import nccl_source_state
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source import FilterModule
+from ansible_collections.sparkfleet.gb10.plugins.filter.nccl_source import nccl_source_read, nccl_source_state
 
 WORK = "/var/cache/sparkfleet/nccl"
 HEAD = "73c2e616fb45c1e4fd8162c6b9d1e43c493b42c7"
@@ -34,8 +32,7 @@ def answer(head=HEAD, pin=HEAD, changes="", changes_rc=0, recorded="git:" + HEAD
 
 
 def test_registered():
-    assert set(ReadFilters().filters()) == {"nccl_source_read"}
-    assert set(StateFilters().filters()) == {"nccl_source_state"}
+    assert set(FilterModule().filters()) == {"nccl_source_read", "nccl_source_state"}
 
 
 def test_the_read_asks_every_tree_and_git_only_of_a_checkout():
