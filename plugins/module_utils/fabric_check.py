@@ -86,3 +86,35 @@ def problems(ip_addr, present, pings=None, peers=None, mtu=9000, payload=8972, h
     peers_seen = dict((peer, interfaces(out)) for peer, out in (peers or {}).items())
     return (local_problems(host, present or [], seen, int(mtu))
             + ping_problems(host, present or [], seen, pings, peers_seen, int(payload)))
+
+
+def ping_targets(host, peers, present, peers_present):
+    """What ``host`` pings to prove its fabric: for each peer of ``peers`` but itself and each of its interfaces
+    that has an address (``present``: ``[{name, address}]``), the peer's address on the same interface
+    (``peers_present``: ``{peer: its present}``), as ``[{peer, ifname, address}]`` (address without its prefix).
+    A peer without an address there (not in this run, or without that interface) is left out."""
+    targets = []
+    mine = [iface["name"] for iface in present or [] if iface.get("address")]
+    for peer in peers or []:
+        if peer == host:
+            continue
+        theirs = dict((iface["name"], _bare(iface.get("address"))) for iface in (peers_present or {}).get(peer) or [])
+        for ifname in mine:
+            if theirs.get(ifname):
+                targets.append({"peer": peer, "ifname": ifname, "address": theirs[ifname]})
+    return targets
+
+
+def state_checks(targets, present, mtu=9000, payload=8972, wait=2):
+    """The read-only commands sparkfleet.gb10.role_state runs at every confirmation of qsfp_network, each proving by
+    its exit code alone: the MTU of each fabric interface with an address (``grep -qx MTU`` of its sysfs entry),
+    then one don't-fragment ping of ``payload`` bytes (verify's size and flags) to each target (:func:`ping_targets`)
+    from the interface that carries it, which passes only if both ends and the path take the full frame."""
+    checks = [{"name": "MTU %s on %s" % (mtu, iface["name"]),
+               "argv": ["grep", "-qx", str(mtu), "/sys/class/net/%s/mtu" % iface["name"]]}
+              for iface in present or [] if iface.get("address")]
+    checks.extend({"name": "jumbo ping %s %s %s" % (t["ifname"], t["peer"], t["address"]),
+                   "argv": ["ping", "-M", "do", "-s", str(payload), "-c", "1", "-W", str(wait), "-I", t["ifname"],
+                            t["address"]]}
+                  for t in targets or [])
+    return checks
