@@ -51,7 +51,7 @@ def setting_names(role_path):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "units", "packages", "checks", "store"))
+    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "stat_paths", "units", "packages", "checks", "store"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)

@@ -103,6 +103,10 @@ def model_store_manifests(receive_jobs, hostvars, own=None):
     return out
 
 
+def model_store_state_files(jobs, manifests, store_dir, also=None):
+    return ms.state_files(jobs, manifests, store_dir, also or [])
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -112,4 +116,5 @@ class FilterModule(object):
             "model_store_plan": model_store_plan,
             "model_store_disk": model_store_disk,
             "model_store_weights": model_store_weights,
+            "model_store_state_files": model_store_state_files,
         }

@@ -400,3 +400,27 @@ def plan(holders_by_host, addresses, store_dir):
                 "role": "fetch" if host == fetcher else "receive",
             })
     return jobs
+
+
+# Files of at most this size are recorded by content for sparkfleet.gb10.role_state; larger ones by size and time.
+STATE_HASH_BYTES = 16 * 1024 * 1024
+
+
+def state_files(jobs, manifests, store_dir, also=(), hash_bytes=STATE_HASH_BYTES):
+    """What a complete model_store run leaves on a host, for sparkfleet.gb10.role_state: ``paths`` (recorded by
+    content: the store and rsync's partial-file directory, ``also``, each model's directory, manifest and stamp, and
+    each file of its manifest of at most ``hash_bytes``) and ``stat_paths`` (recorded by size and modification time:
+    the larger weights, which a full run proves against the manifest's sha256; hashing them at every confirmation
+    would read every model whole). ``jobs``: the host's jobs of the model store plan (``name``, ``dest``);
+    ``manifests``: ``{model name: {path: {size, ...}}}`` of the models it holds (a model without one yet: its
+    directory only)."""
+    paths = [store_dir, os.path.join(store_dir, ".partial")] + list(also or [])
+    stat_paths = []
+    for job in jobs or []:
+        dest = job["dest"]
+        paths += [dest, os.path.join(dest, MANIFEST_FILE), os.path.join(dest, STAMP_FILE)]
+        for rel, entry in sorted(((manifests or {}).get(job["name"]) or {}).items()):
+            big = int((entry or {}).get("size") or 0) > hash_bytes
+            (stat_paths if big else paths).append(os.path.join(dest, rel))
+    seen = set()
+    return {"paths": [p for p in paths if not (p in seen or seen.add(p))], "stat_paths": stat_paths}

@@ -5,8 +5,8 @@
 
 A role that ran through records what it manages: the digest of its inputs (its settings, the plan's share of the
 host, the role's own code, made on the controller by the module's action), each managed path as it is now (type,
-sha256 or link target, mode, owner, group), each unit as the role wants it (enabled, running), each package with
-its version and hold, and read-only checks that must pass (a service's health). The next run reads the record and
+sha256 (a large file: size and modification time) or link target, mode, owner, group), each unit as the role
+wants it (enabled, running), each package with its version and hold, and read-only checks that must pass (a service's health). The next run reads the record and
 the host together: the role is converged when the digest is the same and nothing differs; then the role's other
 tasks need not run. A hand change to a managed file, a unit stopped or disabled, a hold released, a package moved
 or a failing check is drift: the role runs in full and puts it right, then records again.
@@ -78,12 +78,18 @@ def record(role, inputs_digest, paths, units, packages, checks):
             "packages": packages, "checks": checks}
 
 
+def by_stat(state):
+    """Whether a recorded path state is of a file recorded by size and modification time (``stat_paths``), not by
+    content: it is read the same way again."""
+    return "mtime" in (state or {})
+
+
 def _path_drift(path, want, have):
     if have.get("type") != want.get("type"):
         return "%s is %s, was %s" % (path, have.get("type", "absent"), want.get("type"))
-    for key in ("sha256", "target", "mode", "owner", "group"):
+    for key in ("sha256", "size", "mtime", "target", "mode", "owner", "group"):
         if want.get(key) != have.get(key):
-            return "%s: %s changed" % (path, "content" if key == "sha256" else key)
+            return "%s: %s changed" % (path, "content" if key in ("sha256", "size", "mtime") else key)
     return None
 
 

@@ -52,6 +52,14 @@ options:
     type: list
     elements: str
     default: []
+  stat_paths:
+    description:
+      - Large files recorded by size and modification time instead of content (O(state=record)), so a confirmation
+        reads no file whole (a model's weights, which the role's full run proves against their manifest's sha256). A
+        file changed by hand changes its time, which is drift.
+    type: list
+    elements: str
+    default: []
   units:
     description: Units as the role wants them (O(state=record)).
     type: list
@@ -154,8 +162,9 @@ def _name(lookup, number):
         return str(number)
 
 
-def path_state(path):
-    """What a path is now: type, content's sha256 or link target, mode, owner and group."""
+def path_state(path, by_stat=False):
+    """What a path is now: type, content's sha256 (``by_stat``: size and modification time) or link target, mode,
+    owner and group."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -167,6 +176,8 @@ def path_state(path):
         del out["mode"]
     elif stat.S_ISDIR(info.st_mode):
         out["type"] = "directory"
+    elif stat.S_ISREG(info.st_mode) and by_stat:
+        out.update(type="file", size=info.st_size, mtime=info.st_mtime_ns)
     elif stat.S_ISREG(info.st_mode):
         sha = hashlib.sha256()
         with open(path, "rb") as handle:
@@ -229,7 +240,8 @@ def check(module):
     path = record_path(params)
     saved = load(path)
     if saved and saved.get("digest") == params["digest"]:
-        drift = rs.drift(saved, params["digest"], dict((p, path_state(p)) for p in saved.get("paths") or {}),
+        drift = rs.drift(saved, params["digest"], dict((p, path_state(p, rs.by_stat(want)))
+                                                       for p, want in (saved.get("paths") or {}).items()),
                          read_units(module, sorted(saved.get("units") or {})),
                          read_packages(module, sorted(saved.get("packages") or {})),
                          run_checks(module, saved.get("checks") or []))
@@ -244,7 +256,9 @@ def check(module):
 
 def record(module):
     params = module.params
-    saved = rs.record(params["role"], params["digest"], dict((p, path_state(p)) for p in params["paths"]),
+    paths = dict((p, path_state(p)) for p in params["paths"])
+    paths.update((p, path_state(p, by_stat=True)) for p in params["stat_paths"])
+    saved = rs.record(params["role"], params["digest"], paths,
                       params["units"], read_packages(module, params["packages"]), params["checks"])
     missing = sorted(set(params["packages"]) - set(saved["packages"]))
     if missing:
@@ -265,6 +279,7 @@ def main():
             inputs=dict(type="raw", no_log=True),
             digest=dict(type="str"),
             paths=dict(type="list", elements="str", default=[]),
+            stat_paths=dict(type="list", elements="str", default=[]),
             units=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
                 enabled=dict(type="bool"),

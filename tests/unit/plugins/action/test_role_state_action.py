@@ -38,6 +38,12 @@ TASKS = """
     content: "{{ demo_setting }}\\n"
     dest: "{{ demo_out }}/managed.conf"
     mode: "0644"
+- name: Write the large file once
+  ansible.builtin.copy:
+    content: "weights\\n"
+    dest: "{{ demo_out }}/weights.bin"
+    mode: "0644"
+    force: false
 - name: Record what the role manages
   sparkfleet.gb10.role_state:
     role: demo
@@ -45,6 +51,7 @@ TASKS = """
     store: "{{ demo_out }}/state"
     inputs: {extra: "{{ demo_extra | default('') }}"}
     paths: ["{{ demo_out }}/managed.conf"]
+    stat_paths: ["{{ demo_out }}/weights.bin"]
     packages: [bash]
     checks: [{name: health, argv: "{{ demo_check | default(['true']) }}"}]
 """
@@ -89,7 +96,12 @@ def test_converged_after_a_complete_run_hand_changes_put_right_settings_followed
     state = out / "state" / "demo.json"
     record = json.loads(state.read_text())
     assert oct(state.stat().st_mode & 0o777) == "0o600"
-    assert list(record["paths"]) == [str(out / "managed.conf")] and "bash" in record["packages"]
+    assert sorted(record["paths"]) == [str(out / "managed.conf"), str(out / "weights.bin")]
+    assert "bash" in record["packages"]
+    # The large file by size and time, never read.
+    weights = record["paths"][str(out / "weights.bin")]
+    assert weights["size"] == 8 and "sha256" not in weights
+    assert weights["mtime"] == (out / "weights.bin").stat().st_mtime_ns
     # Only a digest reaches the host: no setting in the record.
     assert "one" not in json.dumps(record).replace(str(out), "")
     second = _run(tmp_path)[0]
@@ -114,3 +126,12 @@ def test_a_failing_check_is_drift(tmp_path):
     failing, out = _run(tmp_path, '{"demo_check": ["false"]}')
     assert failing["drift"] == ["check health failed (rc 1)"]
     assert (out / "state" / "demo.json").exists()  # written again by the full run
+
+
+def test_a_large_file_touched_is_drift(tmp_path):
+    _run(tmp_path)
+    out = tmp_path / "out"
+    os.utime(out / "weights.bin", ns=(1, 1))
+    touched = _run(tmp_path)[0]
+    assert touched["drift"] == ["%s: content changed" % (out / "weights.bin")]
+    assert _run(tmp_path)[0]["converged"] is True

@@ -349,3 +349,15 @@ def test_shown_url_keeps_what_is_not_secret():
     from ansible_collections.sparkfleet.gb10.plugins.module_utils.model_entry import shown_url
     assert shown_url("https://h.example/m.tgz?x=1&sig=abc") == "https://h.example/m.tgz?x=1&sig=(hidden)"
     assert shown_url("https://h.example/m.tgz") == "https://h.example/m.tgz"
+
+
+def test_state_files_hash_the_small_files_and_stat_the_weights():
+    jobs = [{"name": "big", "dest": "/m/big"}, {"name": "new", "dest": "/m/new"}]
+    manifests = {"big": {"config.json": {"size": 700}, "model-1.safetensors": {"size": ms.STATE_HASH_BYTES + 1},
+                         "sub/tokenizer.json": {"size": ms.STATE_HASH_BYTES}}}
+    out = ms.state_files(jobs, manifests, "/m", ["/etc/rsyncd.conf", "/m"])
+    assert out["paths"] == ["/m", "/m/.partial", "/etc/rsyncd.conf", "/m/big", "/m/big/" + ms.MANIFEST_FILE,
+                            "/m/big/" + ms.STAMP_FILE, "/m/big/config.json", "/m/big/sub/tokenizer.json",
+                            "/m/new", "/m/new/" + ms.MANIFEST_FILE, "/m/new/" + ms.STAMP_FILE]
+    assert out["stat_paths"] == ["/m/big/model-1.safetensors"]
+    assert ms.state_files([], {}, "/m") == {"paths": ["/m", "/m/.partial"], "stat_paths": []}

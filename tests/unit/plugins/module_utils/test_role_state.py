@@ -78,3 +78,12 @@ def test_each_hand_change_is_drift():
 def test_a_side_not_judged_is_not_drift():
     saved = _saved(units={"sparkfleet-firewall.service": {"enabled": None, "active": False}})
     assert _drift(saved, _now()) == []
+
+
+def test_a_file_recorded_by_size_and_time_drifts_on_either():
+    big = {"type": "file", "size": 5, "mtime": 17, "mode": "0644", "owner": "root", "group": "root"}
+    assert rs.by_stat(big) and not rs.by_stat(FILE) and not rs.by_stat(None)
+    saved = _saved(paths={"/m/w": big})
+    assert _drift(saved, _now(paths={"/m/w": dict(big)})) == []
+    assert _drift(saved, _now(paths={"/m/w": dict(big, mtime=18)})) == ["/m/w: content changed"]
+    assert _drift(saved, _now(paths={"/m/w": dict(big, size=6)})) == ["/m/w: content changed"]
