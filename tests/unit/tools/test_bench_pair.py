@@ -48,3 +48,15 @@ def test_a_no_op_run_gives_its_wall_time_the_cpu_of_its_children_and_its_hosts(m
     seconds, cpu, hosts = bench_pair.run(REPO, "inventories/sim")
     assert hosts == 2
     assert 0.25 <= cpu <= seconds + 0.5
+
+
+def test_a_settling_run_may_change_things_but_must_not_fail(monkeypatch):
+    class Proc:
+        returncode = 0
+        stderr = ""
+        stdout = RECAP % 2
+    monkeypatch.setattr(bench_pair.subprocess, "run", lambda *a, **k: Proc)
+    assert bench_pair.run(REPO, "inventories/sim", settle=True)[2] == 2
+    Proc.returncode = 2
+    with pytest.raises(SystemExit, match="not a no-op rerun"):
+        bench_pair.run(REPO, "inventories/sim", settle=True)
