@@ -50,9 +50,9 @@ def changed_counts(stdout):
 
 def run(tree, inventory, settle=False):
     """(wall seconds, controller CPU seconds, hosts) of one site.yml run from ``tree`` against ``inventory``; exits
-    when it failed or (unless ``settle``: a run that puts the revision's own files back) changed anything. The CPU is ansible-playbook's and its workers' and the ssh or docker clients
-    they start (user + sys of the children this process waited for), not the SSH masters ControlPersist leaves
-    running, nor the hosts' own work."""
+    when it failed or (unless ``settle``: a run that puts the revision's own files back) changed anything. The CPU
+    is ansible-playbook's and its workers' and the ssh or docker clients they start (user + sys of the children this
+    process waited for), not the SSH masters ControlPersist leaves running, nor the hosts' own work."""
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(tree, "ansible.cfg"))
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
