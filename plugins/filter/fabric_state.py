@@ -18,7 +18,7 @@ def fabric_ping_targets(hostvars, peers, host, present):
     return fabric_check.ping_targets(host, peers, present, peers_present)
 
 
-def fabric_state_checks(targets, present, mtu=9000, payload=8972, wait=2):
+def fabric_state_checks(targets, present, mtu, payload, wait=2):
     return fabric_check.state_checks(targets, present, int(mtu), int(payload), int(wait))
 
 

@@ -105,7 +105,7 @@ def ping_targets(host, peers, present, peers_present):
     return targets
 
 
-def state_checks(targets, present, mtu=9000, payload=8972, wait=2):
+def state_checks(targets, present, mtu, payload, wait=2):
     """The read-only commands sparkfleet.gb10.role_state runs at every confirmation of qsfp_network, each proving by
     its exit code alone: the MTU of each fabric interface with an address (``grep -qx MTU`` of its sysfs entry),
     then one don't-fragment ping of ``payload`` bytes (verify's size and flags) to each target (:func:`ping_targets`)

@@ -41,7 +41,7 @@ def test_checks_prove_the_mtu_and_each_path_by_exit_code():
 
 
 def test_no_address_no_checks():
-    assert fabric_state_checks([], [{"name": "enp1s0f1np1", "address": ""}]) == []
+    assert fabric_state_checks([], [{"name": "enp1s0f1np1", "address": ""}], mtu=9000, payload=8972) == []
 
 
 def test_filters_are_registered():
