@@ -11,7 +11,9 @@ scenario's time is waiting (a vLLM loading, a service's restart, a retry's delay
 time, so a second scenario fills the wait of the first.
 
 After a failure no new scenario starts; the ones running finish. Exit status 1 when any
-failed. Prints a table of every scenario's seconds at the end.
+failed. Prints a table of every scenario's seconds at the end and, under it, where each failed
+scenario stopped (its last failed task, or the tasks its idempotence step found changed): CI
+keeps only the tail of a run, so the reason has to be there.
 
     python3 tools/molecule_jobs.py [--jobs 2] SCENARIO...
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -40,6 +43,33 @@ TYPICAL_SECONDS = {
     "driver": 99,
     "host_facts": 54,
 }
+# Lines kept of each failed scenario's excerpt: enough for a task's error and its recap, never the whole log.
+EXCERPT_LINES = 40
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+FAILED_TASK = re.compile(r"(fatal|failed): \[")
+
+
+def excerpt(path, limit=EXCERPT_LINES):
+    """Where the scenario logged at PATH stopped: from the task header above its last failed task (Ansible's
+    `fatal:`/`failed:` lines, an ignored or rescued one is followed by more tasks, so the last is the one that ended
+    it) or from Molecule's idempotence verdict, whichever comes later, LIMIT lines at most, without colour codes."""
+    try:
+        with open(path, errors="replace") as log:
+            lines = [ANSI.sub("", line.rstrip("\n")) for line in log]
+    except OSError as exc:
+        return ["(no log: %s)" % exc]
+    start = None
+    for index, line in enumerate(lines):
+        if "Idempotence test failed" in line:
+            start = index
+        elif FAILED_TASK.search(line):
+            header = index
+            while header > 0 and "TASK [" not in lines[header]:
+                header -= 1
+            start = header if "TASK [" in lines[header] else index
+    if start is None:
+        return lines[-limit:]
+    return lines[start:start + limit]
 
 
 def order(scenarios):
@@ -117,6 +147,11 @@ class Jobs:
         lines.append("")
         lines.append("%d scenario(s), %d at a time: %.0f s of wall time, %.0f s of scenario time"
                      % (len(self.results), self.jobs, wall, sum(result[2] for result in self.results)))
+        for name, rc, _seconds in self.results:
+            if rc:
+                lines.append("")
+                lines.append("=== where %s stopped (build/molecule/%s.log):" % (name, name))
+                lines.extend(excerpt(os.path.join(LOGS, "%s.log" % name)))
         return "\n".join(lines)
 
 

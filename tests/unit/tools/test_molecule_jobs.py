@@ -95,3 +95,27 @@ def test_scenarios_side_by_side_do_not_install_the_collection_each():
     link = os.path.join(REPO, "collections", "ansible_collections", "sparkfleet", "gb10")
     assert os.path.islink(link) and os.path.samefile(link, REPO)
     assert config["ansible"]["env"]["ANSIBLE_COLLECTIONS_PATH"] == "${MOLECULE_PROJECT_DIRECTORY}/collections"
+
+
+def test_the_summary_ends_with_where_a_failed_scenario_stopped(tmp_path, monkeypatch):
+    """CI keeps the tail of a run only: the failed task of the failed scenario has to be under the table, not an
+    ignored failure before it, and an idempotence verdict counts as where it stopped."""
+    monkeypatch.setattr(molecule_jobs, "LOGS", str(tmp_path / "logs"))
+    log = ("TASK [an expected refusal] ***\n\x1b[0;31mfatal: [h1]: FAILED! => {\"msg\": \"refused\"}\x1b[0m\n...ignoring\n"
+           "TASK [Check the resumed shard] ***\nok: [h2]\nfatal: [h1]: FAILED! => {\"msg\": \"sizes differ\"}\n"
+           "PLAY RECAP ***\nh1 : ok=3 failed=1\n")
+    scripts = {"models": "printf '%s'; exit 2" % log.replace("%", "%%"), "network": "echo fine"}
+    jobs = molecule_jobs.Jobs(list(scripts), 1, command=scripted(tmp_path, scripts), out=io.StringIO())
+    jobs.run()
+    tail = jobs.summary(1.0).split("=== where models stopped (build/molecule/models.log):\n")[1].splitlines()
+    assert tail[0] == "TASK [Check the resumed shard] ***" and "sizes differ" in tail[2] and "failed=1" in tail[-1]
+    assert not any("\x1b" in line or "refused" in line for line in tail)
+    assert "where network stopped" not in jobs.summary(1.0)
+
+
+def test_an_idempotence_verdict_is_where_it_stopped(tmp_path):
+    path = tmp_path / "updates.log"
+    path.write_text("fatal: [h1]: FAILED! => early, ignored\n...ignoring\nTASK [x] ***\nok: [h1]\n"
+                    "CRITICAL Idempotence test failed because of the following tasks:\n*  => role : Write the unit\n")
+    assert molecule_jobs.excerpt(str(path)) == ["CRITICAL Idempotence test failed because of the following tasks:",
+                                                "*  => role : Write the unit"]
