@@ -49,9 +49,25 @@ def setting_names(role_path):
     return sorted(((specs.get("argument_specs") or {}).get("main") or {}).get("options") or {})
 
 
+# The host fact naming each role confirmed converged in this run, with the read-only checks that passed:
+# {role: [check names]}. A role that drifted is left out (it ran in full). Later plays read it to leave out a gate
+# whose proof this run already made (fleet_verify's jumbo-frame and NCCL gates; filter confirmed_in_run).
+CONFIRMED = "sparkfleet_confirmed"
+
+
+def confirmed(task_vars, role, result):
+    """The fact CONFIRMED after a check of ROLE: the host's earlier value with ROLE set (converged) or removed."""
+    facts = task_vars.get("ansible_facts") or {}
+    out = dict(facts.get(CONFIRMED) or {})
+    out.pop(role, None)
+    if result.get("converged"):
+        out[role] = list(result.get("checked") or [])
+    return out
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "stat_paths", "units", "packages", "checks", "store"))
+    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "stat_paths", "units", "packages", "checks", "facts", "store"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -68,4 +84,6 @@ class ActionModule(ActionBase):
         args["digest"] = rs.digest(inputs)
         result.update(self._execute_module(module_name="sparkfleet.gb10.role_state", module_args=args,
                                            task_vars=task_vars))
+        if args.get("state", "check") == "check" and not result.get("failed"):
+            result["ansible_facts"] = {CONFIRMED: confirmed(task_vars, self._task.args["role"], result)}
         return result

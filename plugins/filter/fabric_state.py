@@ -22,7 +22,14 @@ def fabric_state_checks(targets, present, mtu, payload, wait=2):
     return fabric_check.state_checks(targets, present, int(mtu), int(payload), int(wait))
 
 
+def fabric_confirmed(hostvars, hosts):
+    facts = [((hostvars[host].get("ansible_facts") or {}).get("sparkfleet_confirmed")
+              if hostvars is not None and host in hostvars else None) for host in hosts]
+    return fabric_check.confirmed_everywhere(facts)
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"fabric_ping_targets": fabric_ping_targets, "fabric_state_checks": fabric_state_checks}
+        return {"fabric_ping_targets": fabric_ping_targets, "fabric_state_checks": fabric_state_checks,
+                "fabric_confirmed": fabric_confirmed}

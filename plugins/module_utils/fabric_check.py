@@ -118,3 +118,12 @@ def state_checks(targets, present, mtu, payload, wait=2):
                             t["address"]]}
                   for t in targets or [])
     return checks
+
+
+def confirmed_everywhere(confirmations):
+    """Whether this run already proved what fleet_verify's jumbo-frame gate would: every host's qsfp_network confirmed
+    converged with its checks (the same don't-fragment pings to each peer and the MTU of each fabric interface) and
+    every host's fabric_firewall confirmed after it, so no firewall changed since the pings. ``confirmations``: each
+    host's fact ``sparkfleet_confirmed`` ({role: [check names]}), None where the host has none."""
+    return bool(confirmations) and all(
+        bool((each or {}).get("qsfp_network")) and "fabric_firewall" in (each or {}) for each in confirmations)

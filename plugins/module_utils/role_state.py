@@ -68,14 +68,15 @@ def parse_packages(stdout):
     return packages
 
 
-def record(role, inputs_digest, paths, units, packages, checks):
+def record(role, inputs_digest, paths, units, packages, checks, facts=None):
     """The record of a role that ran through: ``paths`` as the module read them ({path: state}), ``units`` as the role
     wants them ([{name, enabled, active}], None for a side not judged), ``packages`` as read ({name: {version,
-    hold}}) and the ``checks`` ([{name, argv}]) that must pass."""
+    hold}}), the ``checks`` ([{name, argv}]) that must pass and the ``facts`` the full run found (handed back by a
+    confirmation, so a converged run need not read them from the host again)."""
     return {"format": RECORD_FORMAT, "role": role, "digest": inputs_digest, "paths": paths,
             "units": dict((unit["name"], {"enabled": unit.get("enabled"), "active": unit.get("active")})
                           for unit in units),
-            "packages": packages, "checks": checks}
+            "packages": packages, "checks": checks, "facts": facts or {}}
 
 
 def by_stat(state):

@@ -96,6 +96,13 @@ options:
         type: list
         elements: str
         required: true
+  facts:
+    description:
+      - What the complete run found that later tasks read (O(state=record)), kept in the record and handed back as
+        RV(facts) by a confirmation that finds the host converged. Only facts the recorded state proves belong here
+        (a library's SASS, read from the same bytes the record holds by checksum), never a secret.
+    type: dict
+    default: {}
   store:
     description: The directory of the records.
     type: path
@@ -135,6 +142,15 @@ drift:
   returned: always
   type: list
   elements: str
+checked:
+  description: The names of the read-only checks that passed (O(state=check)); empty unless RV(converged).
+  returned: always
+  type: list
+  elements: str
+facts:
+  description: The facts the complete run recorded (O(facts)); empty unless RV(converged).
+  returned: always
+  type: dict
 recorded:
   description: Whether the record was written (O(state=record), not in check mode) or removed (O(state=check)).
   returned: always
@@ -251,7 +267,9 @@ def check(module):
     if drift and saved is not None and not module.check_mode:
         os.unlink(path)
         removed = True
-    return dict(changed=False, converged=not drift, drift=drift, recorded=removed)
+    facts = (saved.get("facts") or {}) if not drift else {}
+    checked = [c["name"] for c in saved.get("checks") or []] if not drift else []
+    return dict(changed=False, converged=not drift, drift=drift, recorded=removed, facts=facts, checked=checked)
 
 
 def record(module):
@@ -259,16 +277,16 @@ def record(module):
     paths = dict((p, path_state(p)) for p in params["paths"])
     paths.update((p, path_state(p, by_stat=True)) for p in params["stat_paths"])
     saved = rs.record(params["role"], params["digest"], paths,
-                      params["units"], read_packages(module, params["packages"]), params["checks"])
+                      params["units"], read_packages(module, params["packages"]), params["checks"], params["facts"])
     missing = sorted(set(params["packages"]) - set(saved["packages"]))
     if missing:
         module.fail_json(msg="role_state %s: packages named to record are not installed: %s"
                          % (params["role"], ", ".join(missing)), changed=False)
     path = record_path(params)
     if module.check_mode or load(path) == saved:
-        return dict(changed=False, converged=True, drift=[], recorded=False)
+        return dict(changed=False, converged=True, drift=[], recorded=False, facts=params["facts"])
     write(path, saved)
-    return dict(changed=False, converged=True, drift=[], recorded=True)
+    return dict(changed=False, converged=True, drift=[], recorded=True, facts=params["facts"])
 
 
 def main():
@@ -290,6 +308,7 @@ def main():
                 name=dict(type="str", required=True),
                 argv=dict(type="list", elements="str", required=True),
             )),
+            facts=dict(type="dict", default={}),
             store=dict(type="path", default="/var/lib/sparkfleet/role-state"),
         ),
         supports_check_mode=True,

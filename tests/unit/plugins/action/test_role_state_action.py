@@ -27,7 +27,7 @@ TASKS = """
   register: demo_state
 - name: Keep what the check said
   ansible.builtin.copy:
-    content: "{{ demo_state | to_json }}"
+    content: "{{ demo_state | combine({'confirmed_fact': ansible_facts.sparkfleet_confirmed | default('none')}) | to_json }}"
     dest: "{{ demo_out }}/check.json"
     mode: "0600"
 - name: Nothing else to do where converged
@@ -54,6 +54,7 @@ TASKS = """
     stat_paths: ["{{ demo_out }}/weights.bin"]
     packages: [bash]
     checks: [{name: health, argv: "{{ demo_check | default(['true']) }}"}]
+    facts: {found: seen}
 """
 
 
@@ -104,14 +105,21 @@ def test_converged_after_a_complete_run_hand_changes_put_right_settings_followed
     assert weights["mtime"] == (out / "weights.bin").stat().st_mtime_ns
     # Only a digest reaches the host: no setting in the record.
     assert "one" not in json.dumps(record).replace(str(out), "")
+    assert record["facts"] == {"found": "seen"}
+    # Not converged: no facts handed back, and the host fact does not name the role.
+    assert first["facts"] == {} and first["checked"] == [] and first["confirmed_fact"] == {}
     second = _run(tmp_path)[0]
     assert second["converged"] is True and second["drift"] == []
+    # Converged: the recorded facts come back, and the host fact names the role with the checks that passed.
+    assert second["facts"] == {"found": "seen"} and second["checked"] == ["health"]
+    assert second["confirmed_fact"] == {"demo": ["health"]}
 
     (out / "managed.conf").write_text("changed by hand\n")
     _check_mode(tmp_path, out)  # check mode removes nothing and puts nothing right
     assert state.exists() and (out / "managed.conf").read_text() == "changed by hand\n"
     third = _run(tmp_path)[0]
     assert third["converged"] is False and third["drift"] == ["%s: content changed" % (out / "managed.conf")]
+    assert third["facts"] == {} and third["confirmed_fact"] == {}
     assert (out / "managed.conf").read_text() == "one\n"
     assert _run(tmp_path)[0]["converged"] is True
 

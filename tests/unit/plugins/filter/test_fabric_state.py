@@ -45,4 +45,18 @@ def test_no_address_no_checks():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"fabric_ping_targets", "fabric_state_checks"}
+    assert set(FilterModule().filters()) == {"fabric_ping_targets", "fabric_state_checks", "fabric_confirmed"}
+
+
+def test_fabric_confirmed_only_when_every_host_confirmed_its_pings_and_then_its_firewall():
+    from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_state import fabric_confirmed
+    both = {"ansible_facts": {"sparkfleet_confirmed": {"qsfp_network": ["ping spark-2"], "fabric_firewall": []}}}
+    assert fabric_confirmed({"a": both, "b": both}, ["a", "b"]) is True
+    # A host whose firewall drifted (ran in full after the pings), whose qsfp_network was confirmed without checks
+    # (qsfp_network_verify off), with no confirmation at all, or missing from hostvars: the gate runs.
+    no_firewall = {"ansible_facts": {"sparkfleet_confirmed": {"qsfp_network": ["ping spark-2"]}}}
+    no_checks = {"ansible_facts": {"sparkfleet_confirmed": {"qsfp_network": [], "fabric_firewall": []}}}
+    for other in (no_firewall, no_checks, {"ansible_facts": {}}, {}):
+        assert fabric_confirmed({"a": both, "b": other}, ["a", "b"]) is False
+    assert fabric_confirmed({"a": both}, ["a", "b"]) is False
+    assert fabric_confirmed({"a": both}, []) is False
