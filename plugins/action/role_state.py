@@ -55,6 +55,18 @@ def setting_names(role_path):
 CONFIRMED = "sparkfleet_confirmed"
 
 
+def judged(host, role, result, found):
+    """The check's RESULT with the differences the role FOUND itself before it (a read of its own, in words) added:
+    not converged where there is any difference, and then a line that names the host, the role and each difference,
+    shown whatever the verbosity (the role then runs in full)."""
+    if found:
+        result.update(converged=False, drift=list(result.get("drift") or []) + list(found), facts={}, checked=[])
+    if not result.get("converged"):
+        result["msg"] = "%s: %s runs in full: %s" % (host, role, "; ".join(result.get("drift") or []))
+        result["_ansible_verbose_always"] = True
+    return result
+
+
 def confirmed(task_vars, role, result):
     """The fact CONFIRMED after a check of ROLE: the host's earlier value with ROLE set (converged) or removed."""
     facts = task_vars.get("ansible_facts") or {}
@@ -67,7 +79,8 @@ def confirmed(task_vars, role, result):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "stat_paths", "units", "packages", "checks", "facts", "store"))
+    _VALID_ARGS = frozenset(("role", "state", "inputs", "paths", "stat_paths", "units", "packages", "checks", "facts",
+                             "store", "drift"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -79,11 +92,13 @@ class ActionModule(ActionBase):
             return result
         settings = dict((name, self._templar.template(task_vars[name]))
                         for name in setting_names(role_path) if name in task_vars)
+        found = args.pop("drift", None) or []
         inputs = {"inputs": args.pop("inputs", None), "settings": settings,
                   "role": _tree_digest(role_path), "plugins": _tree_digest(PLUGINS)}
         args["digest"] = rs.digest(inputs)
         result.update(self._execute_module(module_name="sparkfleet.gb10.role_state", module_args=args,
                                            task_vars=task_vars))
         if args.get("state", "check") == "check" and not result.get("failed"):
+            judged(task_vars.get("inventory_hostname"), self._task.args["role"], result, found)
             result["ansible_facts"] = {CONFIRMED: confirmed(task_vars, self._task.args["role"], result)}
         return result

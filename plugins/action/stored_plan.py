@@ -20,8 +20,10 @@ class ActionModule(ActionBase):
         the hosts' variables and facts with the plan's one function (``fleet_plan.build``, memory arithmetic
         included), for a role run without preflight."""
         result = super(ActionModule, self).run(tmp, task_vars)
-        hosts = list(self._task.args.get("hosts") or [])
-        hosts += [host for host in self._task.args.get("fleet_hosts") or [] if host not in hosts]
+        groups = task_vars.get("groups") or {}
+        hosts = list(self._task.args.get("hosts") or task_vars.get("ansible_play_hosts_all") or [])
+        fleet = self._task.args.get("fleet_hosts") or groups.get("sparks") or groups.get("all") or []
+        hosts += [host for host in fleet if host not in hosts]
         stored = (task_vars.get("ansible_facts") or {}).get("sparkfleet_plan")
         all_hostvars = task_vars["hostvars"]
         try:

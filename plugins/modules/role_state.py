@@ -96,6 +96,14 @@ options:
         type: list
         elements: str
         required: true
+  drift:
+    description:
+      - Differences the role found itself before the check (O(state=check)), each in words (a read of its own, such
+        as a live firewall table that is not the planned one); the role is not converged where there is any. Judged
+        by the action plugin on the controller.
+    type: list
+    elements: str
+    default: []
   facts:
     description:
       - What the complete run found that later tasks read (O(state=record)), kept in the record and handed back as
@@ -142,6 +150,12 @@ drift:
   returned: always
   type: list
   elements: str
+msg:
+  description:
+    - Where the role is not converged (O(state=check)), C(<host>: <role> runs in full: <each difference>), shown
+      whatever the verbosity, so a rerun's output names every hand change it puts right.
+  returned: when not converged
+  type: str
 checked:
   description: The names of the read-only checks that passed (O(state=check)); empty unless RV(converged).
   returned: always

@@ -11,8 +11,9 @@ module: stored_plan
 short_description: Build or confirm the fleet plan every role reads
 version_added: "0.1.0"
 description:
-  - An action that runs on the controller, for the host it runs for; no remote call. What the role
-    C(sparkfleet.gb10.plan) does before every role that reads the fleet plan.
+  - An action that runs on the controller, for the host it runs for; no remote call. The first task of every role
+    that reads the fleet plan (one task, no role of its own to validate), and all the role C(sparkfleet.gb10.plan)
+    does.
   - Where the host holds the plan of this run (the fact C(sparkfleet_plan), stored by C(sparkfleet.gb10.fleet_preflight)
     under C(site.yml)) and it covers every host of O(hosts) and O(fleet_hosts), built from the layout variables the
     hosts have now (a digest of them is stored in the plan), it only confirms it.
@@ -25,14 +26,15 @@ description:
     the fix).
 options:
   hosts:
-    description: Inventory hostnames to plan (the play's hosts).
+    description: Inventory hostnames to plan; empty for the play's hosts (C(ansible_play_hosts_all)).
     type: list
     elements: str
-    required: true
+    default: []
   fleet_hosts:
     description:
-      - The rest of the fleet (the inventory's group C(sparks)), planned with O(hosts) although this run may not
-        reach it (C(--limit)); a multi-node model keeps its nodes and a Ray cluster its head.
+      - The rest of the fleet, planned with O(hosts) although this run may not reach it (C(--limit)); a multi-node
+        model keeps its nodes and a Ray cluster its head. Empty for the inventory's group C(sparks) (every host
+        where the inventory has no such group).
     type: list
     elements: str
     default: []

@@ -24,6 +24,7 @@ TASKS = """
     role: demo
     store: "{{ demo_out }}/state"
     inputs: {extra: "{{ demo_extra | default('') }}"}
+    drift: "{{ demo_found | default([]) }}"
   register: demo_state
 - name: Keep what the check said
   ansible.builtin.copy:
@@ -143,3 +144,19 @@ def test_a_large_file_touched_is_drift(tmp_path):
     touched = _run(tmp_path)[0]
     assert touched["drift"] == ["%s: content changed" % (out / "weights.bin")]
     assert _run(tmp_path)[0]["converged"] is True
+
+
+def test_what_the_role_found_itself_is_drift_and_every_drift_is_named_in_one_line(tmp_path):
+    """A difference the role read before the check (fabric_firewall: a live table that is not the planned one) makes
+    the host not converged like any other; the check's own result then names the host, the role and each difference
+    (no debug task after it), and hands back no facts and no confirmation."""
+    _run(tmp_path)
+    converged = _run(tmp_path)[0]
+    assert converged["converged"] is True and "msg" not in converged
+    found = _run(tmp_path, '{"demo_found": ["the live table is not the planned one"]}')[0]
+    assert found["converged"] is False and found["drift"] == ["the live table is not the planned one"]
+    assert found["msg"] == "localhost: demo runs in full: the live table is not the planned one"
+    assert found["facts"] == {} and found["confirmed_fact"] == {}
+    (tmp_path / "out" / "managed.conf").write_text("changed by hand\n")
+    both = _run(tmp_path)[0]
+    assert both["msg"] == "localhost: demo runs in full: %s: content changed" % (tmp_path / "out" / "managed.conf")
