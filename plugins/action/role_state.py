@@ -51,8 +51,8 @@ def setting_names(role_path):
 
 # The host fact naming each role confirmed converged in this run, with the read-only checks that passed:
 # {role: [check names]}. A role that drifted is left out (it ran in full). Later plays read it to leave out a gate
-# whose proof this run already made (fleet_verify's jumbo-frame and NCCL gates; filter confirmed_in_run).
-CONFIRMED = "sparkfleet_confirmed"
+# whose proof this run already made (fleet_verify's jumbo-frame and NCCL gates; filter fabric_confirmed).
+CONFIRMED = rs.CONFIRMED_FACT
 
 
 def judged(host, role, result, found):

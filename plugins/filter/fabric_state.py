@@ -7,6 +7,7 @@ plugins/module_utils/fabric_check.py. Each filter is documented in its own .yml 
 from __future__ import annotations
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_check
+from ansible_collections.sparkfleet.gb10.plugins.module_utils.role_state import CONFIRMED_FACT
 
 
 def fabric_ping_targets(hostvars, peers, host, present):
@@ -23,7 +24,7 @@ def fabric_state_checks(targets, present, mtu, payload, wait=2):
 
 
 def fabric_confirmed(hostvars, hosts):
-    facts = [((hostvars[host].get("ansible_facts") or {}).get("sparkfleet_confirmed")
+    facts = [((hostvars[host].get("ansible_facts") or {}).get(CONFIRMED_FACT)
               if hostvars is not None and host in hostvars else None) for host in hosts]
     return fabric_check.confirmed_everywhere(facts)
 

@@ -21,6 +21,9 @@ import hashlib
 import json
 
 RECORD_FORMAT = 1
+# The host fact each confirmation leaves (the action plugin): {role: [names of the checks that passed]} of every role
+# confirmed converged in this run.
+CONFIRMED_FACT = "sparkfleet_confirmed"
 # What systemd reports for a unit and a package's status word that mean what the role wants.
 UNIT_PROPERTIES = ("Id", "UnitFileState", "ActiveState")
 

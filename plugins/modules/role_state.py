@@ -323,6 +323,8 @@ def main():
                 argv=dict(type="list", elements="str", required=True),
             )),
             facts=dict(type="dict", default={}),
+            # Judged by the action plugin, which does not pass it on.
+            drift=dict(type="list", elements="str", default=[]),
             store=dict(type="path", default="/var/lib/sparkfleet/role-state"),
         ),
         supports_check_mode=True,
