@@ -152,8 +152,8 @@ drift:
   elements: str
 msg:
   description:
-    - Where the role is not converged (O(state=check)), C(<host>: <role> runs in full: <each difference>), shown
-      whatever the verbosity, so a rerun's output names every hand change it puts right.
+    - "Where the role is not converged (O(state=check)), C(<host>: <role> runs in full: <each difference>), shown
+      whatever the verbosity, so a rerun's output names every hand change it puts right."
   returned: when not converged
   type: str
 checked:
