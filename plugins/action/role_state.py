@@ -55,12 +55,9 @@ def setting_names(role_path):
 CONFIRMED = rs.CONFIRMED_FACT
 
 
-def judged(host, role, result, found):
-    """The check's RESULT with the differences the role FOUND itself before it (a read of its own, in words) added:
-    not converged where there is any difference, and then a line that names the host, the role and each difference,
-    shown whatever the verbosity (the role then runs in full)."""
-    if found:
-        result.update(converged=False, drift=list(result.get("drift") or []) + list(found), facts={}, checked=[])
+def judged(host, role, result):
+    """The check's RESULT where the role is not converged: a line that names the host, the role and each difference
+    (the module's, with those the role found itself, option ``drift``), shown whatever the verbosity."""
     if not result.get("converged"):
         result["msg"] = "%s: %s runs in full: %s" % (host, role, "; ".join(result.get("drift") or []))
         result["_ansible_verbose_always"] = True
@@ -92,13 +89,12 @@ class ActionModule(ActionBase):
             return result
         settings = dict((name, self._templar.template(task_vars[name]))
                         for name in setting_names(role_path) if name in task_vars)
-        found = args.pop("drift", None) or []
         inputs = {"inputs": args.pop("inputs", None), "settings": settings,
                   "role": _tree_digest(role_path), "plugins": _tree_digest(PLUGINS)}
         args["digest"] = rs.digest(inputs)
         result.update(self._execute_module(module_name="sparkfleet.gb10.role_state", module_args=args,
                                            task_vars=task_vars))
         if args.get("state", "check") == "check" and not result.get("failed"):
-            judged(task_vars.get("inventory_hostname"), self._task.args["role"], result, found)
+            judged(task_vars.get("inventory_hostname"), self._task.args["role"], result)
             result["ansible_facts"] = {CONFIRMED: confirmed(task_vars, self._task.args["role"], result)}
         return result

@@ -99,8 +99,8 @@ options:
   drift:
     description:
       - Differences the role found itself before the check (O(state=check)), each in words (a read of its own, such
-        as a live firewall table that is not the planned one); the role is not converged where there is any. Judged
-        by the action plugin on the controller.
+        as a live firewall table that is not the planned one); the role is not converged where there is any, and the
+        record is removed as for any other drift.
     type: list
     elements: str
     default: []
@@ -277,6 +277,8 @@ def check(module):
                          run_checks(module, saved.get("checks") or []))
     else:
         drift = rs.drift(saved, params["digest"], {}, {}, {}, {})
+    # What the role read itself before the check is drift like any other: the record goes with it.
+    drift = drift + list(params["drift"])
     removed = False
     if drift and saved is not None and not module.check_mode:
         os.unlink(path)
@@ -323,7 +325,6 @@ def main():
                 argv=dict(type="list", elements="str", required=True),
             )),
             facts=dict(type="dict", default={}),
-            # Judged by the action plugin, which does not pass it on.
             drift=dict(type="list", elements="str", default=[]),
             store=dict(type="path", default="/var/lib/sparkfleet/role-state"),
         ),
