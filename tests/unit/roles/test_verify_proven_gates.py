@@ -56,7 +56,7 @@ def test_the_hand_over_between_the_confirmations_and_the_gates():
     assert jumbo["ansible.builtin.include_role"]["name"] == "sparkfleet.gb10.qsfp_network"
     assert "not hostvars | sparkfleet.gb10.fabric_confirmed(ansible_play_hosts_all)" in jumbo["when"]
     sass = gates["The NCCL the services load carries SASS for this GPU"]
-    assert any("'nccl' in ansible_facts.sparkfleet_confirmed" in c and "nccl_verify_result is defined" in c
+    assert any("sparkfleet.gb10.role_confirmed(inventory_hostname, 'nccl')" in c and "nccl_verify_result is defined" in c
                for c in sass["when"])
     # nccl records the SASS its verify read and hands it back where it is confirmed.
     record = [task for task in _load("roles", "nccl", "tasks", "main.yml")
