@@ -1,17 +1,19 @@
 # -*- coding: utf-8 -*-
 """The units the roles write pass `systemd-analyze security` at the project's thresholds.
 
-Every example inventory is rendered by the roles' own templates (tests/contract/render.yml,
-as `make contract` does): vLLM single node, multi-node mp (head and headless follower), the
-ray executor, the Ray head and workers. Each unit file is then judged by the real
+Every example inventory as the roles' own templates render it (tests/contract/render.yml): vLLM
+single node, multi-node mp (head and headless follower), the ray executor, the Ray head and
+workers. The units are read from tests/contract/rendered/, which `make contract` proves is what
+the templates render now (test_rendering_is_the_recorded_one), so they are rendered once a run. Each unit file is then judged by the real
 `systemd-analyze security --offline=true --threshold=N` (systemd 252 on Debian 12), with N
 from plugins/module_utils/unit_security.py; the same unit without its hardening must fail.
 """
+import glob
+import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -26,14 +28,12 @@ pytestmark = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not 
 @pytest.fixture(scope="module")
 def units(tmp_path_factory):
     """{label: (kind, path)} of every unit file the example inventories render."""
-    sys.path.insert(0, os.path.join(TOP, "tests", "contract"))
-    try:
-        import collect
-    finally:
-        sys.path.pop(0)
     out = tmp_path_factory.mktemp("units")
     found = {}
-    for inv, hosts in collect.render_all().items():
+    for recorded in sorted(glob.glob(os.path.join(TOP, "tests", "contract", "rendered", "*.json"))):
+        inv = os.path.basename(recorded)[:-len(".json")]
+        with open(recorded) as handle:
+            hosts = json.load(handle)
         for host, rendered in hosts.items():
             named = [("vllm", "sparkfleet-vllm-" + name, text) for name, text in rendered["vllm_units"].items()]
             named += [("ray", "sparkfleet-ray-head", rendered["ray_head_unit"]),
