@@ -55,14 +55,15 @@ def registry():
 
 def test_every_refusal_is_preflights_or_says_why_not():
     listed = registry()
+    found = refusals()
     missing, stale = [], []
-    for path, tasks in refusals().items():
+    for path, tasks in found.items():
         for name, task in tasks.items():
             if _settings_role(task) is None and name not in (listed.get(path) or {}):
                 missing.append("%s: %s" % (path, name))
     for path, entries in listed.items():
         for name in entries:
-            if name not in refusals().get(path, {}):
+            if name not in found.get(path, {}):
                 stale.append("%s: %s" % (path, name))
     assert missing == [], "refusals neither made by preflight's function nor listed in %s" % REGISTRY
     assert stale == [], "entries of %s whose task is gone" % REGISTRY
