@@ -15,6 +15,7 @@ the plays that started from ``playbook_on_play_start``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import sys
@@ -29,6 +30,8 @@ sys.path.insert(0, os.path.join(TOP, "tools"))
 import runner_events  # noqa: E402
 
 
+# Runs at once: the two cores of the machines make test runs on (SPARKFLEET_PREFLIGHT_JOBS to change).
+JOBS = int(os.environ.get("SPARKFLEET_PREFLIGHT_JOBS", "2"))
 STORE_TASK = "Check the inventory, cluster layouts, models and host facts of the whole fleet"
 
 
@@ -119,13 +122,20 @@ def main():
         cases = yaml.safe_load(handle)
     runs += [("broken  ", name, os.path.join(HERE, "cases", name, case.get("inventory", "hosts.yml")), case)
              for name, case in sorted(cases.items())]
-    for kind, name, inventory, case in runs:
+
+    def judged(item):
+        kind, name, inventory, case = item
         if case is None:
             run = preflight(inventory, example=kind.startswith("example"))
-            problems = passing(run)
-        else:
-            run = preflight(inventory, case.get("fixture", "nominal"), case.get("site", False))
-            problems = failing(run, case)
+            return run, passing(run)
+        run = preflight(inventory, case.get("fixture", "nominal"), case.get("site", False))
+        return run, failing(run, case)
+
+    # Each run is its own ansible-playbook process with its own private data directory (ansible-runner), so
+    # JOBS of them run at once; the lines print in the list's order.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+        results = list(pool.map(judged, runs))
+    for (kind, name, inventory, case), (run, problems) in zip(runs, results):
         print("%-4s %s %s%s" % ("FAIL" if problems else "ok", kind, name, " (%s)" % "; ".join(problems) if problems else ""))
         if problems:
             failures.append((name, run))
