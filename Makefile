@@ -21,7 +21,7 @@ SIM_CONNECTION  := $(if $(filter docker,$(SPARKFLEET_SIM_CONNECTION)),-i tests/s
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test spark-lock
+.PHONY: help setup checks sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test spark-lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -98,7 +98,12 @@ preflight: venv ## Preflight over every example inventory (passes) and every bro
 molecule: setup ## Molecule scenarios in containers, over SSH, MOLECULE_JOBS (2) at a time (SCENARIOS=... to pick; SPARKFLEET_SIM_CONNECTION=docker: docker exec)
 	python3 tools/molecule_jobs.py --jobs $(MOLECULE_JOBS) $(SCENARIOS)
 
-TEST_STEPS      := setup lint sanity changelog-check unit contract monitoring preflight build docs-site-test molecule
+# The checks that read the tree and start no fleet run two at a time (tools/make_jobs.py; each one's output whole).
+CHECK_STEPS     := lint sanity changelog-check contract monitoring build docs-site-test
+checks: venv upstream ## The CHECK_STEPS (lint, sanity, changelog, contract, alert rules, build, docs site), two at a time
+	python3 tools/make_jobs.py --jobs 2 $(CHECK_STEPS)
+
+TEST_STEPS      := setup checks unit preflight molecule
 test: ## Everything CI runs: lint, ansible-test sanity, changelog fragments, unit tests, contract, alert rules/dashboard, preflight cases, build, the docs site in a browser, Molecule
 	@set -e; took=""; for t in $(TEST_STEPS); do \
 	  start=$$(date +%s); $(MAKE) --no-print-directory $$t; took="$$took $$t=$$(( $$(date +%s) - start ))s"; \

@@ -72,19 +72,24 @@ def excerpt(path, limit=EXCERPT_LINES):
     return lines[start:start + limit]
 
 
-def order(scenarios):
-    """SCENARIOS, longest first by TYPICAL_SECONDS (unknown ones first of all), each once."""
+def order(scenarios, typical=None):
+    """SCENARIOS, longest first by TYPICAL (TYPICAL_SECONDS; unknown ones first of all), each once."""
+    typical = TYPICAL_SECONDS if typical is None else typical
     unique = list(dict.fromkeys(scenarios))
-    return sorted(unique, key=lambda name: -TYPICAL_SECONDS.get(name, float("inf")))
+    return sorted(unique, key=lambda name: -typical.get(name, float("inf")))
 
 
 class Jobs:
-    """A queue of scenarios worked off by JOBS threads, each running one `molecule test` at a time."""
+    """A queue of scenarios worked off by JOBS threads, each running one `molecule test` at a time (or, with
+    COMMAND, LABEL, LOGS and TYPICAL, any other command per name: tools/make_jobs.py runs make targets)."""
 
-    def __init__(self, scenarios, jobs, command=None, out=sys.stdout):
-        self.queue = order(scenarios)
+    def __init__(self, scenarios, jobs, command=None, out=sys.stdout, label="molecule test -s %s", logs=None,
+                 typical=None):
+        self.queue = order(scenarios, typical)
         self.jobs = max(1, jobs)
         self.command = command or (lambda name: ["molecule", "test", "-s", name])
+        self.label = label
+        self.logs = logs or LOGS
         self.out = out
         self.lock = threading.Lock()
         self.results = []
@@ -97,15 +102,15 @@ class Jobs:
             return self.queue.pop(0)
 
     def run_one(self, name):
-        path = os.path.join(LOGS, "%s.log" % name)
+        path = os.path.join(self.logs, "%s.log" % name)
         with self.lock:
-            print("=== molecule test -s %s: started (log: %s)" % (name, os.path.relpath(path, TOP)), file=self.out,
+            print("=== %s: started (log: %s)" % (self.label % name, os.path.relpath(path, TOP)), file=self.out,
                   flush=True)
         start = time.monotonic()
         with open(path, "w") as log:
             try:
                 rc = subprocess.call(self.command(name), stdout=log, stderr=subprocess.STDOUT, cwd=TOP)
-            except OSError as exc:  # molecule not on PATH (outside make): a failure, never an empty pass
+            except OSError as exc:  # the command not on PATH (outside make): a failure, never an empty pass
                 log.write("%s: %s\n" % (" ".join(self.command(name)), exc))
                 rc = 127
         seconds = time.monotonic() - start
@@ -113,12 +118,12 @@ class Jobs:
             if rc:
                 self.failed = True
             self.results.append((name, rc, seconds))
-            print("=== molecule test -s %s: output" % name, file=self.out)
+            print("=== %s: output" % (self.label % name), file=self.out)
             with open(path, errors="replace") as log:
                 for line in log:
                     self.out.write(line)
             verdict = "passed" if rc == 0 else "FAILED (rc %d)" % rc
-            print("=== molecule test -s %s: %s in %.0f s" % (name, verdict, seconds), file=self.out, flush=True)
+            print("=== %s: %s in %.0f s" % (self.label % name, verdict, seconds), file=self.out, flush=True)
 
     def worker(self):
         while True:
@@ -128,7 +133,7 @@ class Jobs:
             self.run_one(name)
 
     def run(self):
-        os.makedirs(LOGS, exist_ok=True)
+        os.makedirs(self.logs, exist_ok=True)
         start = time.monotonic()
         threads = [threading.Thread(target=self.worker, name="molecule-job-%d" % n) for n in range(self.jobs)]
         for thread in threads:
@@ -137,21 +142,22 @@ class Jobs:
             thread.join()
         return time.monotonic() - start
 
-    def summary(self, wall):
+    def summary(self, wall, what="scenario"):
         """The table of every scenario that ran, and those a failure kept from starting."""
-        lines = ["| scenario | result | seconds |", "|---|---|---|"]
+        lines = ["| %s | result | seconds |" % what, "|---|---|---|"]
         for name, rc, seconds in self.results:
             lines.append("| %s | %s | %.0f |" % (name, "passed" if rc == 0 else "FAILED", seconds))
         for name in self.queue:
             lines.append("| %s | not started (an earlier one failed) | |" % name)
         lines.append("")
-        lines.append("%d scenario(s), %d at a time: %.0f s of wall time, %.0f s of scenario time"
-                     % (len(self.results), self.jobs, wall, sum(result[2] for result in self.results)))
+        lines.append("%d %s(s), %d at a time: %.0f s of wall time, %.0f s of %s time"
+                     % (len(self.results), what, self.jobs, wall, sum(result[2] for result in self.results), what))
         for name, rc, _seconds in self.results:
             if rc:
+                path = os.path.join(self.logs, "%s.log" % name)
                 lines.append("")
-                lines.append("=== where %s stopped (build/molecule/%s.log):" % (name, name))
-                lines.extend(excerpt(os.path.join(LOGS, "%s.log" % name)))
+                lines.append("=== where %s stopped (%s):" % (name, os.path.relpath(path, TOP)))
+                lines.extend(excerpt(path))
         return "\n".join(lines)
 
 

@@ -107,7 +107,8 @@ def test_the_summary_ends_with_where_a_failed_scenario_stopped(tmp_path, monkeyp
     scripts = {"models": "printf '%s'; exit 2" % log.replace("%", "%%"), "network": "echo fine"}
     jobs = molecule_jobs.Jobs(list(scripts), 1, command=scripted(tmp_path, scripts), out=io.StringIO())
     jobs.run()
-    tail = jobs.summary(1.0).split("=== where models stopped (build/molecule/models.log):\n")[1].splitlines()
+    shown = os.path.relpath(str(tmp_path / "logs" / "models.log"), molecule_jobs.TOP)
+    tail = jobs.summary(1.0).split("=== where models stopped (%s):\n" % shown)[1].splitlines()
     assert tail[0] == "TASK [Check the resumed shard] ***" and "sizes differ" in tail[2] and "failed=1" in tail[-1]
     assert not any("\x1b" in line or "refused" in line for line in tail)
     assert "where network stopped" not in jobs.summary(1.0)
