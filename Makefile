@@ -21,7 +21,7 @@ SIM_CONNECTION  := $(if $(filter docker,$(SPARKFLEET_SIM_CONNECTION)),-i tests/s
 # One source of truth for the pins: the rule book.
 RULEBOOK_VLLM   := $(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import rulebook; print(rulebook.setting("vllm_version"))')
 
-.PHONY: help setup checks sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test spark-lock
+.PHONY: help setup checks phase-tags sim-cpu venv host image upstream wheelhouse lint unit contract contract-lock release-facts render-record preflight monitoring molecule test demo demo-report sim-up sim-down clean bench chaos docs build lock gpu-check changelog-check docs-site docs-site-test ee sanity units-ansible-test spark-lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -131,6 +131,9 @@ gpu-check: ## On a GPU host: host_facts + nccl (real sources, nccl-tests, verdic
 bench: setup ## Time site.yml on fresh sim hosts and the no-op rerun (bench/results.md)
 	$(VENV)/bin/pip install -q py-spy==0.4.3 mitogen==0.3.54
 	tools/bench.sh
+
+phase-tags: venv ## After make demo: site.yml with each role's phase tag alone (--tags nccl_build, ...); fails unless each passes and changes nothing
+	python3 tools/phase_tags.py
 
 chaos: venv ## After make demo: faults on the simulated fleet, each timed to recovery; fails if one does not recover
 	python3 tools/chaos.py $(if $(FAULTS),--faults $(FAULTS))
