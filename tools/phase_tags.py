@@ -25,6 +25,7 @@ from bench_engines import recap  # tools/
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAG_LINE = re.compile(r"TASK TAGS: \[([^\]]*)\]")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def phase_tags(list_tags_stdout, roles):
@@ -43,7 +44,7 @@ def roles():
 def playbook(inventories, *extra):
     argv = ["ansible-playbook", "site.yml"] + [arg for inv in inventories for arg in ("-i", inv)] + list(extra)
     # A caller's own configuration stays (a Molecule verify runs this with the scenario's); else this checkout's.
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")  # Molecule forces colour: the recap is read
     env.setdefault("ANSIBLE_CONFIG", os.path.join(TOP, "ansible.cfg"))
     return subprocess.run(argv, cwd=TOP, env=env, capture_output=True, text=True, check=False)
 
@@ -57,14 +58,14 @@ def main(argv=None):
     listed = playbook(inventories, "--list-tags")
     if listed.returncode != 0:
         sys.exit("phase-tags: --list-tags failed:\n" + listed.stdout[-2000:] + listed.stderr[-2000:])
-    tags = phase_tags(listed.stdout, roles())
+    tags = phase_tags(ANSI.sub("", listed.stdout), roles())
     if not tags:
         sys.exit("phase-tags: no phase tag found in:\n" + listed.stdout[-2000:])
     rows, failed = [], []
     for tag in tags:
         start = time.monotonic()
         proc = playbook(inventories, "--tags", tag)
-        counts = {host: c["changed"] for host, c in recap(proc.stdout).items() if host != "localhost"}
+        counts = {host: c["changed"] for host, c in recap(ANSI.sub("", proc.stdout)).items() if host != "localhost"}
         ok = proc.returncode == 0 and bool(counts) and not any(counts.values())
         verdict = "passed" if ok else ("FAILED (rc %d)" % proc.returncode if proc.returncode or not counts
                                        else "CHANGED something")

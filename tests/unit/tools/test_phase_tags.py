@@ -23,7 +23,9 @@ playbook: site.yml
       TASK TAGS: [always, vllm, vllm_service, vllm_service_configure, vllm_venv_gate]
 """
 
-RECAP = "PLAY RECAP ***\\nspark-1 : ok=9 changed=%s unreachable=0 failed=0 skipped=1 rescued=0 ignored=0\\n"
+# Coloured, as under Molecule (ANSIBLE_FORCE_COLOR): the recap is read without the colour codes.
+RECAP = ("PLAY RECAP ***\\n\\033[0;33mspark-1\\033[0m : \\033[0;32mok=9\\033[0m changed=%s unreachable=0 failed=0 "
+         "skipped=1 rescued=0 ignored=0\\n")
 
 
 def test_phase_tags_are_the_roles_prefixed_ones():
