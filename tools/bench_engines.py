@@ -37,6 +37,7 @@ import tempfile
 import time
 
 from bench_scale import children_cpu  # tools/: the same rusage of the runs' processes
+from molecule_jobs import ANSI  # tools/: colour codes (a run under Molecule is coloured whatever it asks)
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WARM = "sparkfleet.gb10.warm_plugins"
@@ -83,10 +84,10 @@ def variants():
 
 
 def recap(stdout):
-    """{host: {ok, changed, skipped}} from the PLAY RECAP of an ansible-playbook run."""
+    """{host: {ok, changed, skipped}} from the PLAY RECAP of an ansible-playbook run, coloured or not."""
     return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "skipped": int(m.group(4))}
             for m in re.finditer(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=\d+\s+skipped=(\d+)",
-                                 stdout, re.M)}
+                                 ANSI.sub("", stdout), re.M)}
 
 
 def noop(name, env, extra, prefix=None):

@@ -21,11 +21,11 @@ import subprocess
 import sys
 import time
 
-from bench_engines import recap  # tools/
+from bench_engines import recap  # tools/: reads a coloured recap too
+from molecule_jobs import ANSI  # tools/
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAG_LINE = re.compile(r"TASK TAGS: \[([^\]]*)\]")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def phase_tags(list_tags_stdout, roles):
@@ -44,7 +44,7 @@ def roles():
 def playbook(inventories, *extra):
     argv = ["ansible-playbook", "site.yml"] + [arg for inv in inventories for arg in ("-i", inv)] + list(extra)
     # A caller's own configuration stays (a Molecule verify runs this with the scenario's); else this checkout's.
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")  # Molecule forces colour: the recap is read
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")  # plain text in the failed runs' tails
     env.setdefault("ANSIBLE_CONFIG", os.path.join(TOP, "ansible.cfg"))
     return subprocess.run(argv, cwd=TOP, env=env, capture_output=True, text=True, check=False)
 
@@ -65,7 +65,7 @@ def main(argv=None):
     for tag in tags:
         start = time.monotonic()
         proc = playbook(inventories, "--tags", tag)
-        counts = {host: c["changed"] for host, c in recap(ANSI.sub("", proc.stdout)).items() if host != "localhost"}
+        counts = {host: c["changed"] for host, c in recap(proc.stdout).items() if host != "localhost"}
         ok = proc.returncode == 0 and bool(counts) and not any(counts.values())
         verdict = "passed" if ok else ("FAILED (rc %d)" % proc.returncode if proc.returncode or not counts
                                        else "CHANGED something")

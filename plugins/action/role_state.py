@@ -66,8 +66,7 @@ def judged(host, role, result):
 
 def confirmed(task_vars, role, result):
     """The fact CONFIRMED after a check of ROLE: the host's earlier value with ROLE set (converged) or removed."""
-    facts = task_vars.get("ansible_facts") or {}
-    out = dict(facts.get(CONFIRMED) or {})
+    out = rs.confirmations(task_vars.get("ansible_facts"))
     out.pop(role, None)
     if result.get("converged"):
         out[role] = list(result.get("checked") or [])

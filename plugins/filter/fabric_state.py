@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkfleet.gb10 developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Filters of what qsfp_network pings and what sparkfleet.gb10.role_state confirmed in this run; the logic is
+"""Filters of what qsfp_network pings and what sparkfleet.gb10.role_state confirms of its fabric; the logic is
 plugins/module_utils/fabric_check.py. Each filter is documented in its own .yml file beside this one."""
 
 from __future__ import annotations
 
 from ansible_collections.sparkfleet.gb10.plugins.module_utils import fabric_check
-from ansible_collections.sparkfleet.gb10.plugins.module_utils.role_state import CONFIRMED_FACT
+from ansible_collections.sparkfleet.gb10.plugins.module_utils import role_state
 
 
 def fabric_ping_targets(hostvars, peers, host, present):
@@ -23,23 +23,12 @@ def fabric_state_checks(targets, present, mtu, payload, wait=2):
     return fabric_check.state_checks(targets, present, int(mtu), int(payload), int(wait))
 
 
-def _confirmations(hostvars, host):
-    """The host's fact CONFIRMED_FACT ({role: [check names]}), None where the host has none: the one reader of it."""
-    if hostvars is None or host not in hostvars:
-        return None
-    return (hostvars[host].get("ansible_facts") or {}).get(CONFIRMED_FACT)
-
-
 def fabric_confirmed(hostvars, hosts):
-    return fabric_check.confirmed_everywhere([_confirmations(hostvars, host) for host in hosts])
-
-
-def role_confirmed(hostvars, host, role):
-    return role in (_confirmations(hostvars, host) or {})
+    return fabric_check.confirmed_everywhere([role_state.host_confirmations(hostvars, host) for host in hosts])
 
 
 class FilterModule(object):
 
     def filters(self):
         return {"fabric_ping_targets": fabric_ping_targets, "fabric_state_checks": fabric_state_checks,
-                "fabric_confirmed": fabric_confirmed, "role_confirmed": role_confirmed}
+                "fabric_confirmed": fabric_confirmed}

@@ -24,6 +24,22 @@ RECORD_FORMAT = 1
 # The host fact each confirmation leaves (the action plugin): {role: [names of the checks that passed]} of every role
 # confirmed converged in this run.
 CONFIRMED_FACT = "sparkfleet_confirmed"
+
+
+def confirmations(facts):
+    """{role: [check names]} of every role a host confirmed in this run, from its ``ansible_facts`` (FACTS; None or
+    without CONFIRMED_FACT: none). The one reader of the fact: the action keeps it up to date, the filters
+    fabric_confirmed and role_confirmed read it."""
+    return dict((facts or {}).get(CONFIRMED_FACT) or {})
+
+
+def host_confirmations(hostvars, host):
+    """:func:`confirmations` of HOST as ``hostvars`` holds it (none for a host it lacks)."""
+    if hostvars is None or host not in hostvars:
+        return {}
+    return confirmations(hostvars[host].get("ansible_facts"))
+
+
 # What systemd reports for a unit and a package's status word that mean what the role wants.
 UNIT_PROPERTIES = ("Id", "UnitFileState", "ActiveState")
 

@@ -45,8 +45,7 @@ def test_no_address_no_checks():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"fabric_ping_targets", "fabric_state_checks", "fabric_confirmed",
-                                             "role_confirmed"}
+    assert set(FilterModule().filters()) == {"fabric_ping_targets", "fabric_state_checks", "fabric_confirmed"}
 
 
 def test_fabric_confirmed_only_when_every_host_confirmed_its_pings_and_then_its_firewall():
@@ -61,13 +60,3 @@ def test_fabric_confirmed_only_when_every_host_confirmed_its_pings_and_then_its_
         assert fabric_confirmed({"a": both, "b": other}, ["a", "b"]) is False
     assert fabric_confirmed({"a": both}, ["a", "b"]) is False
     assert fabric_confirmed({"a": both}, []) is False
-
-
-def test_role_confirmed_reads_the_same_fact_of_one_host():
-    from ansible_collections.sparkfleet.gb10.plugins.filter.fabric_state import role_confirmed
-    host = {"ansible_facts": {"sparkfleet_confirmed": {"nccl": [], "qsfp_network": ["ping spark-2"]}}}
-    assert role_confirmed({"a": host}, "a", "nccl") is True
-    # A role that drifted is left out of the fact; a host without the fact or outside hostvars confirmed nothing.
-    assert role_confirmed({"a": host}, "a", "vllm_venv") is False
-    for hostvars in ({"a": {"ansible_facts": {}}}, {"a": {}}, {}, None):
-        assert role_confirmed(hostvars, "a", "nccl") is False
